@@ -62,6 +62,14 @@ class UnknownStrategyError(InvalidInputError):
     code = "UnknownStrategy"
 
 
+class ContextBudgetError(InvalidInputError):
+    """The parts of a context that cannot be dropped (system prompt, summary, hints, new
+    messages) alone exceed the token budget: raise the budget, shorten the new messages or
+    compact the summary and hints."""
+
+    code = "ContextBudgetExceeded"
+
+
 class StateTooLargeError(InvalidInputError):
     """A scoped-state document is over the 16 MB limit; store large data elsewhere by reference."""
 
