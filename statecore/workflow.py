@@ -1,0 +1,415 @@
+"""The turn API, for use inside any Temporal workflow (sandbox-safe).
+
+::
+
+    session = TurnSession(SessionRef(agent_id="planner", session_id=sid), state_type=Plan)
+
+    async with session.turn(turn_id) as turn:
+        turn.append(Message(role="user", content=text))
+        plan = await turn.state.get()               # loaded once, by a local activity
+        turn.state.update(plan.model_copy(update={"step": 2}))
+        await turn.kv.put("notes", "last", {"text": text})
+        reply = await turn.respond()                # model call + commit of everything above
+
+Changes made during a turn are buffered in the workflow and committed by ONE activity, in one
+SQL transaction, when the turn ends (AutoGen's turn-level transaction): the code inside the
+turn sees its own updates; the host sees them only after commit; an exception inside the block
+discards them all. ``respond()`` fuses the final model call and the commit into one activity,
+which is why a chat turn costs one activity round trip. The transcript and the assembled
+context never pass through workflow history: activities read them from SQL by reference.
+
+Only temporalio, pydantic and statecore's pure models are imported here.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from statecore.models import KVEntry, Message, SessionRef, TokenUsage, validate_key
+from statecore.protocol import (
+    ACT_COMMIT_TURN,
+    ACT_GENERATE,
+    ACT_READ_FLOW,
+    ACT_READ_KV,
+    ACT_READ_STATE,
+    CommitTurnInput,
+    CommitTurnResult,
+    FlowOp,
+    GenerateInput,
+    GenerateResult,
+    KVOp,
+    OrchestrationOp,
+    ReadFlowInput,
+    ReadKVInput,
+    ReadStateInput,
+    ReadStateResult,
+    SessionProfile,
+    StateOp,
+)
+
+TState = TypeVar("TState", bound=BaseModel)
+
+#: Error codes that no retry can fix: the activity fails at once and the caller sees them.
+NON_RETRYABLE_CODES = [
+    "InvalidInput",
+    "EmptyContent",
+    "ContentTooLarge",
+    "InvalidIdentifier",
+    "InvalidLimit",
+    "UnknownStore",
+    "UnknownStrategy",
+    "StateTooLarge",
+    "InvalidBundle",
+    "UnknownEncoding",
+    "ContextBudgetExceeded",
+    "RevisionConflict",
+    "VersionConflict",
+    "AlreadyExists",
+    "NotFound",
+    "SessionNotFound",
+    "ResetRefused",
+    "ModelError",
+]
+
+#: SQL work: short, retried patiently so a database restart does not fail the turn.
+SQL_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=5),
+    non_retryable_error_types=NON_RETRYABLE_CODES,
+)
+#: Model calls: the model endpoint may be slow or rate-limited.
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=NON_RETRYABLE_CODES,
+)
+
+
+def reraise_activity_error(err: ActivityError) -> ApplicationError:
+    """Turn a failed activity into the typed ApplicationError its caller should see.
+
+    Raising ApplicationError from an update handler fails that update only; any other
+    exception would fail the workflow task and wedge the session."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        return ApplicationError(
+            cause.message, *cause.details, type=cause.type, non_retryable=cause.non_retryable
+        )
+    return ApplicationError(str(cause or err), type="ActivityFailed", non_retryable=True)
+
+
+class TurnSession:
+    """A session as seen from workflow code: where its state lives and how to call it."""
+
+    def __init__(
+        self,
+        ref: SessionRef,
+        *,
+        profile: SessionProfile | None = None,
+        model: str = "default",
+        state_type: type[BaseModel] | None = None,
+        sql_timeout: timedelta = timedelta(seconds=30),
+        sql_schedule_timeout: timedelta = timedelta(minutes=10),
+        model_timeout: timedelta = timedelta(minutes=2),
+        model_heartbeat: timedelta = timedelta(seconds=30),
+    ) -> None:
+        self.ref = ref
+        self.profile = profile or SessionProfile()
+        self.model = model
+        self.state_type = state_type
+        self.sql_timeout = sql_timeout
+        self.sql_schedule_timeout = sql_schedule_timeout
+        self.model_timeout = model_timeout
+        self.model_heartbeat = model_heartbeat
+        #: The number of the last committed turn; the next turn gets ``turn_number + 1``.
+        self.turn_number = 0
+
+    def turn(self, turn_id: str) -> Turn:
+        return Turn(self, turn_id)
+
+    async def run_sql(self, name: str, arg: BaseModel, result_type: type[Any]) -> Any:
+        """Run one of statecore's short SQL activities as a local activity."""
+        try:
+            return await workflow.execute_local_activity(
+                name,
+                arg,
+                result_type=result_type,
+                start_to_close_timeout=self.sql_timeout,
+                schedule_to_close_timeout=self.sql_schedule_timeout,
+                retry_policy=SQL_RETRY,
+            )
+        except ActivityError as err:
+            raise reraise_activity_error(err) from err
+
+    async def run_model(self, arg: GenerateInput) -> GenerateResult:
+        try:
+            return await workflow.execute_activity(
+                ACT_GENERATE,
+                arg,
+                result_type=GenerateResult,
+                start_to_close_timeout=self.model_timeout,
+                heartbeat_timeout=self.model_heartbeat,
+                retry_policy=MODEL_RETRY,
+            )
+        except ActivityError as err:
+            raise reraise_activity_error(err) from err
+
+
+class TurnKV:
+    """KV access inside a turn: reads see the turn's own buffered writes first."""
+
+    def __init__(self, turn: Turn) -> None:
+        self._turn = turn
+        self._ops: list[KVOp] = []
+        self._local: dict[tuple[str, str], Any] = {}
+        self._deleted: set[tuple[str, str]] = set()
+
+    async def get(self, bucket: str, key: str) -> Any:
+        """The value (bytes or JSON) or None: the turn's own write if any, else SQL's."""
+        if (bucket, key) in self._deleted:
+            return None
+        if (bucket, key) in self._local:
+            return self._local[(bucket, key)]
+        entry: KVEntry | None = await self._turn.session.run_sql(
+            ACT_READ_KV,
+            ReadKVInput(ref=self._turn.session.ref, bucket=bucket, key=key),
+            KVEntry | None,
+        )
+        return None if entry is None else entry.value
+
+    def put(
+        self,
+        bucket: str,
+        key: str,
+        value: Any,
+        *,
+        expected_revision: int | None = None,
+        ttl_seconds: float | None = None,
+    ) -> None:
+        validate_key(key)
+        if isinstance(value, bytes | bytearray):
+            op = KVOp(
+                op="put",
+                bucket=bucket,
+                key=key,
+                kind="bytes",
+                value=base64.b64encode(bytes(value)).decode("ascii"),
+                expected_revision=expected_revision,
+                ttl_seconds=ttl_seconds,
+            )
+        else:
+            op = KVOp(
+                op="put",
+                bucket=bucket,
+                key=key,
+                value=value,
+                expected_revision=expected_revision,
+                ttl_seconds=ttl_seconds,
+            )
+        self._ops.append(op)
+        self._local[(bucket, key)] = value
+        self._deleted.discard((bucket, key))
+
+    def delete(self, bucket: str, key: str, *, expected_revision: int | None = None) -> None:
+        validate_key(key)
+        self._ops.append(
+            KVOp(op="delete", bucket=bucket, key=key, expected_revision=expected_revision)
+        )
+        self._local.pop((bucket, key), None)
+        self._deleted.add((bucket, key))
+
+
+class TurnFlow:
+    """Flow checkpoints inside a turn (saved at commit, in order)."""
+
+    def __init__(self, turn: Turn) -> None:
+        self._turn = turn
+        self._ops: list[FlowOp] = []
+
+    def save(self, flow_id: str, step: str, data: dict[str, Any] | None = None) -> None:
+        self._ops.append(FlowOp(flow_id=flow_id, step=step, data=data or {}))
+
+    async def latest(self, flow_id: str) -> FlowOp | None:
+        """The newest checkpoint: this turn's own if it saved one, else SQL's."""
+        for op in reversed(self._ops):
+            if op.flow_id == flow_id:
+                return op
+        found: FlowOp | None = await self._turn.session.run_sql(
+            ACT_READ_FLOW,
+            ReadFlowInput(ref=self._turn.session.ref, flow_id=flow_id),
+            FlowOp | None,
+        )
+        return found
+
+
+class TurnState(Generic[TState]):
+    """AutoGen's StateContext: ``get`` sees this turn's update, ``update`` buffers a new
+    document, ``reset`` discards the buffered one. Committed with the turn."""
+
+    def __init__(self, turn: Turn) -> None:
+        self._turn = turn
+        self._loaded = False
+        self._base: TState | None = None
+        self._version: int | None = None
+        self._pending: TState | None = None
+
+    def _type(self) -> type[TState]:
+        state_type = self._turn.session.state_type
+        if state_type is None:
+            raise ApplicationError(
+                "this session has no state_type; pass TurnSession(..., state_type=Model)",
+                type="InvalidInput",
+                non_retryable=True,
+            )
+        return state_type  # type: ignore[return-value]
+
+    async def get(self) -> TState:
+        if self._pending is not None:
+            return self._pending
+        if not self._loaded:
+            found: ReadStateResult = await self._turn.session.run_sql(
+                ACT_READ_STATE, ReadStateInput(ref=self._turn.session.ref), ReadStateResult
+            )
+            state_type = self._type()
+            self._base = (
+                state_type.model_validate(found.state) if found.state is not None else state_type()
+            )
+            self._version = found.version
+            self._loaded = True
+        assert self._base is not None
+        return self._base
+
+    def update(self, state: TState) -> None:
+        if not isinstance(state, self._type()):
+            raise ApplicationError(
+                f"state must be a {self._type().__name__}", type="InvalidInput", non_retryable=True
+            )
+        self._pending = state
+
+    def reset(self) -> None:
+        self._pending = None
+
+    def _op(self) -> StateOp | None:
+        if self._pending is None:
+            return None
+        return StateOp(state=self._pending.model_dump(mode="json"), expected_version=self._version)
+
+
+class Turn:
+    """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
+
+    def __init__(self, session: TurnSession, turn_id: str) -> None:
+        validate_key(turn_id)
+        self.session = session
+        self.turn_id = turn_id
+        self.messages: list[Message] = []
+        self.kv = TurnKV(self)
+        self.flow = TurnFlow(self)
+        self.state: TurnState[Any] = TurnState(self)
+        self._orchestration = OrchestrationOp()
+        self._usage = TokenUsage()
+        self.context_tokens = 0
+        #: Set once the turn committed (or was found already committed).
+        self.result: CommitTurnResult | None = None
+
+    async def __aenter__(self) -> Turn:
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None and self.result is None:
+            await self.commit()
+        # On an exception the buffer is simply dropped: nothing was written.
+
+    def append(self, message: Message | Sequence[Message]) -> None:
+        """Buffer message(s) of this turn; they are stored at commit, in order."""
+        if isinstance(message, Message):
+            self.messages.append(message)
+        else:
+            self.messages.extend(message)
+
+    def set_active_step(self, step: str | None) -> None:
+        self._orchestration.active_step = step
+        self._orchestration.set_active_step = True
+
+    def used_tool(self, tool: str) -> None:
+        self._orchestration.used_tools.append(tool)
+
+    def advance_sequence(self) -> None:
+        self._orchestration.advance_sequence += 1
+
+    def _commit_input(self, *, result: dict[str, Any] | None = None) -> CommitTurnInput:
+        return CommitTurnInput(
+            ref=self.session.ref,
+            turn_id=self.turn_id,
+            turn=self.session.turn_number + 1,
+            messages=list(self.messages),
+            kv=list(self.kv._ops),
+            flow=list(self.flow._ops),
+            state=self.state._op(),
+            orchestration=self._orchestration,
+            usage=self._usage,
+            result=result or {},
+        )
+
+    async def generate(self, *, tools: list[dict[str, Any]] | None = None) -> Message:
+        """Ask the model for the next message (context assembled from SQL plus this turn's
+        buffered messages) and buffer it. For intermediate steps such as tool calls."""
+        out = await self.session.run_model(
+            GenerateInput(
+                ref=self.session.ref,
+                turn_id=self.turn_id,
+                pending=list(self.messages),
+                profile=self.session.profile,
+                model=self.session.model,
+                tools=tools or [],
+            )
+        )
+        self._usage = self._usage + out.usage
+        self.context_tokens = out.context_tokens
+        self.messages.append(out.message)
+        return out.message
+
+    async def respond(self, *, tools: list[dict[str, Any]] | None = None) -> GenerateResult:
+        """The final model call of the turn, committed together with everything the turn
+        buffered, in the same activity. A turn id that already committed returns its stored
+        result without calling the model."""
+        out = await self.session.run_model(
+            GenerateInput(
+                ref=self.session.ref,
+                turn_id=self.turn_id,
+                pending=list(self.messages),
+                profile=self.session.profile,
+                model=self.session.model,
+                tools=tools or [],
+                commit=self._commit_input(),
+            )
+        )
+        assert out.commit is not None
+        self._finish(out.commit)
+        if not out.commit.duplicate:
+            self.messages.append(out.message)
+            self._usage = self._usage + out.usage
+        self.context_tokens = out.context_tokens
+        return out
+
+    async def commit(self) -> CommitTurnResult:
+        """Commit the buffered changes now (done automatically when the block exits)."""
+        result: CommitTurnResult = await self.session.run_sql(
+            ACT_COMMIT_TURN, self._commit_input(), CommitTurnResult
+        )
+        self._finish(result)
+        return result
+
+    def _finish(self, result: CommitTurnResult) -> None:
+        self.result = result
+        self.session.turn_number = max(self.session.turn_number, result.turn)

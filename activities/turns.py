@@ -1,0 +1,168 @@
+"""Turn activities: model calls with context from SQL, and the one-transaction turn commit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from temporalio import activity
+
+from activities.errors import typed_errors
+from activities.resources import WorkerResources
+from statecore.context import assemble_context
+from statecore.errors import RevisionConflictError
+from statecore.llm import ModelRequest, ModelResponse
+from statecore.models import KVEntry, Message, ToolCall
+from statecore.protocol import (
+    ACT_COMMIT_TURN,
+    ACT_GENERATE,
+    ACT_READ_FLOW,
+    ACT_READ_KV,
+    ACT_READ_STATE,
+    CommitTurnInput,
+    CommitTurnResult,
+    FlowOp,
+    GenerateInput,
+    GenerateResult,
+    ReadFlowInput,
+    ReadKVInput,
+    ReadStateInput,
+    ReadStateResult,
+)
+from statecore.turnlog import commit_turn, find_turn
+
+T = TypeVar("T")
+
+#: How often a running model call reports liveness (well under the heartbeat timeout).
+HEARTBEAT_EVERY_SECONDS = 5.0
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """Await ``work`` while heartbeating, so a dead worker is noticed by the heartbeat
+    timeout instead of the (much longer) start-to-close timeout."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_SECONDS)
+        if done:
+            return task.result()
+        activity.heartbeat()
+
+
+class TurnActivities:
+    def __init__(self, resources: WorkerResources) -> None:
+        self._r = resources
+
+    @activity.defn(name=ACT_GENERATE)
+    @typed_errors
+    async def generate(self, input: GenerateInput) -> GenerateResult:
+        """Assemble the context from SQL plus the turn's pending messages, call the model,
+        and, when ``input.commit`` is set, commit the whole turn in the same activity."""
+        store, counter = self._r.store, self._r.counter
+        if input.commit is not None:
+            async with store.transaction() as tx:
+                done = await find_turn(tx, input.ref, input.turn_id)
+            if done is not None:
+                return _duplicate(done)
+
+        async with store.transaction() as tx:
+            context = await assemble_context(
+                tx,
+                input.ref,
+                input.pending,
+                max_tokens=input.profile.max_tokens,
+                counter=counter,
+            )
+        model = self._r.model(input.model)
+        response: ModelResponse = await _heartbeating(
+            model.complete(
+                ModelRequest(messages=context.messages, model=input.model, tools=input.tools)
+            )
+        )
+        reply = response.message
+        out = GenerateResult(
+            message=reply,
+            usage=response.usage,
+            context_tokens=context.tokens,
+            finish_reason=response.finish_reason,
+        )
+        if input.commit is None:
+            return out
+
+        commit = input.commit.model_copy(
+            update={
+                "messages": [*input.commit.messages, reply],
+                "usage": input.commit.usage + response.usage,
+                "result": {
+                    "reply": reply.model_dump(mode="json"),
+                    "usage": response.usage.model_dump(mode="json"),
+                    "context_tokens": context.tokens,
+                },
+            }
+        )
+        out.commit = await _commit(self._r, commit)
+        if out.commit.duplicate:
+            return _duplicate(out.commit)
+        return out
+
+    @activity.defn(name=ACT_COMMIT_TURN)
+    @typed_errors
+    async def commit_turn(self, input: CommitTurnInput) -> CommitTurnResult:
+        return await _commit(self._r, input)
+
+    @activity.defn(name=ACT_READ_KV)
+    @typed_errors
+    async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
+        async with self._r.store.transaction() as tx:
+            return await tx.kv.get(input.ref.kv_scope, input.bucket, input.key)
+
+    @activity.defn(name=ACT_READ_FLOW)
+    @typed_errors
+    async def read_flow(self, input: ReadFlowInput) -> FlowOp | None:
+        async with self._r.store.transaction() as tx:
+            cp = await tx.flow.latest(input.ref, input.flow_id)
+        if cp is None:
+            return None
+        return FlowOp(flow_id=cp.flow_id, step=cp.step, data=cp.data)
+
+    @activity.defn(name=ACT_READ_STATE)
+    @typed_errors
+    async def read_state(self, input: ReadStateInput) -> ReadStateResult:
+        ref = input.ref
+        async with self._r.store.transaction() as tx:
+            found = await tx.state.get(ref.namespace, ref.session_id, ref.agent_id)
+        if found is None:
+            return ReadStateResult()
+        return ReadStateResult(state=found.state, version=found.version)
+
+
+async def _commit(resources: WorkerResources, commit: CommitTurnInput) -> CommitTurnResult:
+    try:
+        async with resources.store.transaction() as tx:
+            return await commit_turn(tx, commit)
+    except RevisionConflictError:
+        # A concurrent attempt of the same turn won; its transaction committed, ours rolled
+        # back whole. Return what it stored.
+        async with resources.store.transaction() as tx:
+            done = await find_turn(tx, commit.ref, commit.turn_id)
+        if done is None:
+            raise
+        return done
+
+
+def _duplicate(done: CommitTurnResult) -> GenerateResult:
+    """The stored outcome of an already committed turn, without calling the model again."""
+    stored = done.result
+    reply = stored.get("reply") or {"role": "assistant", "content": ""}
+    message = Message(
+        role="assistant",
+        content=str(reply.get("content", "")),  # type: ignore[union-attr]
+        tool_calls=[ToolCall.model_validate(c) for c in reply.get("tool_calls", [])],  # type: ignore[union-attr]
+    )
+    usage = stored.get("usage") or {}
+    return GenerateResult(
+        message=message,
+        usage=usage,  # type: ignore[arg-type]
+        context_tokens=int(stored.get("context_tokens", 0) or 0),  # type: ignore[arg-type]
+        commit=done,
+    )
