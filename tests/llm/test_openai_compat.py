@@ -1,0 +1,264 @@
+"""OpenAICompatibleModel against a real local HTTP server: wire format, replies, retries."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from statecore.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.llm import ModelRequest, OpenAICompatibleModel, ToolSpec
+from statecore.llm.openai_wire import USAGE_ESTIMATED
+from statecore.models import Message, ToolCall
+
+from .model_server import ModelServer, Reply, completion
+
+FAST = {"backoff_seconds": 0.001, "timeout_seconds": 5}
+
+
+def client(server: ModelServer, **kwargs: object) -> OpenAICompatibleModel:
+    options = {**FAST, **kwargs}
+    return OpenAICompatibleModel(server.base_url, model="test-model", **options)  # type: ignore[arg-type]
+
+
+def hello() -> ModelRequest:
+    return ModelRequest(messages=[Message(role="user", content="Hello?")])
+
+
+PARIS_CALL = ToolCall(id="call_1", name="get_weather", arguments='{"city":"Paris"}')
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Current weather in a city",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+async def test_request_wire_format_carries_roles_tools_and_tool_call_ids(model_server):
+    model_server.play(completion("It is 12 degrees in Paris."))
+    request = ModelRequest(
+        messages=[
+            Message(role="system", content="Be brief."),
+            Message(role="user", content="Weather in Paris?", name="alice"),
+            Message(role="assistant", tool_calls=[PARIS_CALL]),
+            Message(role="tool", content='{"temp": 12}', tool_call_id="call_1",
+                    metadata={"local": "never sent"}),
+        ],
+        tools=[WEATHER],
+        temperature=0.2,
+        max_tokens=64,
+    )  # fmt: skip
+    async with client(model_server, api_key="sk-test-123") as model:
+        await model.complete(request)
+
+    [sent] = model_server.received
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-test-123"
+    body = sent.json
+    assert body["model"] == "test-model"
+    assert body["temperature"] == 0.2
+    assert body["max_tokens"] == 64
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris?", "name": "alice"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": '{"temp": 12}', "tool_call_id": "call_1"},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+
+
+async def test_no_authorization_header_without_a_key_and_optional_fields_omitted(model_server):
+    model_server.play(completion())
+    async with client(model_server) as model:
+        await model.complete(hello())
+    [sent] = model_server.received
+    assert "authorization" not in sent.headers
+    assert set(sent.json) == {"model", "messages"}
+
+
+async def test_text_reply_with_usage(model_server):
+    model_server.play(completion("Hi there.", usage={"prompt_tokens": 21, "completion_tokens": 4}))
+    async with client(model_server) as model:
+        response = await model.complete(hello())
+    assert response.message == Message(role="assistant", content="Hi there.")
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (21, 4)
+    assert response.finish_reason == "stop"
+    assert response.model == "served-model"
+    assert model.name == "openai:test-model"
+
+
+async def test_tool_call_reply_becomes_tool_call_objects(model_server):
+    calls = [
+        {"id": "call_a", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+        {"id": "call_b", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+    ]  # fmt: skip
+    model_server.play(completion(None, message={"tool_calls": calls}, finish_reason="tool_calls"))
+    async with client(model_server) as model:
+        response = await model.complete(
+            ModelRequest(messages=[Message(role="user", content="Oslo and Rome?")], tools=[WEATHER])
+        )
+    assert response.finish_reason == "tool_calls"
+    assert response.message.content == ""
+    assert response.message.tool_calls == [
+        ToolCall(id="call_a", name="get_weather", arguments='{"city": "Oslo"}'),
+        ToolCall(id="call_b", name="get_weather", arguments='{"city": "Rome"}'),
+    ]
+
+
+async def test_missing_usage_is_counted_locally_and_marked(model_server):
+    reply = completion("Counted here.")
+    del reply.body["usage"]
+    model_server.play(reply)
+    async with client(model_server) as model:
+        response = await model.complete(hello())
+    assert response.usage.prompt_tokens > 0
+    assert response.usage.completion_tokens > 0
+    assert response.message.metadata == {USAGE_ESTIMATED: True}
+
+
+async def test_429_with_retry_after_is_waited_out_then_succeeds(model_server):
+    busy = Reply(429, {"error": {"message": "rate limited"}}, headers={"Retry-After": "1"})
+    model_server.play(busy, completion("After the wait."))
+    started = time.monotonic()
+    async with client(model_server) as model:
+        response = await model.complete(hello())
+    assert response.message.content == "After the wait."
+    assert len(model_server.received) == 2
+    # backoff_seconds is 1 ms, so only Retry-After explains a wait of about a second.
+    assert time.monotonic() - started >= 0.95
+
+
+async def test_503_three_times_then_success(model_server):
+    down = Reply(503, {"error": {"message": "loading model"}})
+    model_server.play(down, down, down, completion("Up again."))
+    async with client(model_server, max_retries=3) as model:
+        response = await model.complete(hello())
+    assert response.message.content == "Up again."
+    assert len(model_server.received) == 4
+
+
+async def test_persistent_500_raises_retryable_unavailable_after_all_attempts(model_server):
+    model_server.play(Reply(500, {"error": {"message": "boom"}}))
+    async with client(model_server, max_retries=2) as model:
+        with pytest.raises(ModelUnavailableError) as caught:
+            await model.complete(hello())
+    assert len(model_server.received) == 3
+    assert caught.value.retryable is True
+    assert caught.value.details["attempts"] == 3
+    assert "boom" in caught.value.message
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+async def test_client_errors_fail_at_once_with_the_server_message(model_server, status):
+    model_server.play(Reply(status, {"error": {"message": f"server says {status}"}}))
+    async with client(model_server, max_retries=3) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.complete(hello())
+    assert not isinstance(caught.value, ModelUnavailableError)
+    assert caught.value.retryable is False
+    assert f"server says {status}" in caught.value.message
+    assert caught.value.details["status_code"] == status
+    assert len(model_server.received) == 1
+
+
+async def test_error_messages_never_contain_the_api_key(model_server):
+    key = "sk-secret-abcdef"
+    model_server.play(Reply(401, {"error": {"message": f"Incorrect API key provided: {key}"}}))
+    async with client(model_server, api_key=key) as model:
+        assert key not in repr(model)
+        with pytest.raises(ModelError) as caught:
+            await model.complete(hello())
+    assert key not in str(caught.value)
+    assert "Incorrect API key provided: ***" in caught.value.message
+
+
+async def test_timeout_is_retried_then_unavailable(model_server):
+    model_server.play(Reply(delay=0.6, body=completion().body))
+    started = time.monotonic()
+    async with client(model_server, timeout_seconds=0.15, max_retries=1) as model:
+        with pytest.raises(ModelUnavailableError) as caught:
+            await model.complete(hello())
+    assert len(model_server.received) == 2
+    assert "no response within 0.15s" in caught.value.message
+    assert time.monotonic() - started < 0.6  # gave up on each attempt at its deadline
+
+
+async def test_connection_refused_is_retried_then_unavailable():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Nothing listens on the port now: every attempt is refused.
+    model = OpenAICompatibleModel(f"http://127.0.0.1:{port}/v1", model="m", max_retries=2, **FAST)
+    async with model:
+        with pytest.raises(ModelUnavailableError) as caught:
+            await model.complete(hello())
+    assert caught.value.details["attempts"] == 3
+    assert "ConnectError" in caught.value.message
+
+
+async def test_retry_after_beyond_the_limit_is_left_to_the_activity_retry(model_server):
+    model_server.play(Reply(429, {"error": "slow down"}, headers={"Retry-After": "3600"}))
+    async with client(model_server, max_retries=3) as model:
+        with pytest.raises(ModelUnavailableError) as caught:
+            await model.complete(hello())
+    assert len(model_server.received) == 1
+    assert caught.value.details["retry_after_seconds"] == 3600
+    assert "slow down" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("this is not json", "not JSON"),
+        ({"id": "x", "choices": []}, "no choices"),
+        ({"id": "x"}, "no choices"),
+        ({"choices": [{"finish_reason": "stop"}]}, "no message"),
+        (completion("").body, "empty reply"),
+    ],
+)
+async def test_malformed_success_bodies_are_model_errors(model_server, body, expected):
+    model_server.play(Reply(200, body))
+    async with client(model_server, max_retries=3) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.complete(hello())
+    assert not isinstance(caught.value, ModelUnavailableError)
+    assert expected in caught.value.message
+    assert len(model_server.received) == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"base_url": "127.0.0.1:8000/v1"},
+        {"api_key": ""},
+        {"api_key": "sk bad"},
+        {"model": " "},
+        {"timeout_seconds": 0},
+        {"max_retries": -1},
+    ],
+)
+def test_bad_construction_arguments_are_invalid_input(kwargs):
+    arguments = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs}
+    with pytest.raises(InvalidInputError):
+        OpenAICompatibleModel(**arguments)  # type: ignore[arg-type]
