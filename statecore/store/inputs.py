@@ -1,0 +1,222 @@
+"""Input checks every storage backend applies before it writes anything.
+
+The contract promises that bad input raises a typed ``statecore.errors`` error and leaves the
+stored rows unchanged, on every backend. Keeping the checks (and the JSON encoding whose size
+the limits are measured on) in one backend-independent module is what makes "16 MB" or
+"limit 1..1000" mean the same thing in memory, SQLite, PostgreSQL and MariaDB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from statecore.errors import (
+    ContentTooLargeError,
+    InvalidInputError,
+    InvalidLimitError,
+    StatecoreError,
+    StateTooLargeError,
+)
+from statecore.models import (
+    MAX_KV_VALUE_BYTES,
+    MAX_PAGE_SIZE,
+    MAX_STATE_BYTES,
+    KVScope,
+    Message,
+    SessionRef,
+    validate_identifier,
+    validate_text,
+)
+
+#: No model has a context window anywhere near this; a bigger budget is a bug in the caller.
+MAX_TOKEN_BUDGET = 100_000_000
+#: About 68 years; fits a signed 32-bit column in every dialect.
+MAX_TTL_SECONDS = 2**31 - 1
+#: Messages one turn may carry (indexes 0..MAX_TURN_MESSAGES-1).
+MAX_TURN_MESSAGES = 10_000
+#: Upper bound for counters supplied by callers (token usage, sequence indexes, seqs).
+MAX_COUNTER = 2**53
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+# --- numbers -----------------------------------------------------------------------------------
+
+
+def check_int(value: Any, what: str, *, minimum: int = 0, maximum: int = MAX_COUNTER) -> int:
+    """An integer in ``minimum..maximum`` (bool is not an integer here), else InvalidLimitError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidLimitError(f"{what} must be an integer, got {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise InvalidLimitError(
+            f"{what} is {value}; it must be between {minimum} and {maximum}", value=value
+        )
+    return value
+
+
+def check_page_limit(limit: Any, what: str = "limit") -> int:
+    """A page size: 1..MAX_PAGE_SIZE."""
+    return check_int(limit, what, minimum=1, maximum=MAX_PAGE_SIZE)
+
+
+def check_token_budget(max_tokens: Any) -> int:
+    return check_int(max_tokens, "max_tokens", minimum=1, maximum=MAX_TOKEN_BUDGET)
+
+
+def check_ttl_seconds(ttl: Any, what: str = "ttl_seconds", *, integral: bool = True) -> float:
+    """A time-to-live: positive, finite, at most MAX_TTL_SECONDS."""
+    if integral:
+        return check_int(ttl, what, minimum=1, maximum=MAX_TTL_SECONDS)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise InvalidLimitError(f"{what} must be a number of seconds")
+    if not math.isfinite(ttl) or not 0 < ttl <= MAX_TTL_SECONDS:
+        raise InvalidLimitError(
+            f"{what} is {ttl}; it must be more than 0 and at most {MAX_TTL_SECONDS}", value=ttl
+        )
+    return float(ttl)
+
+
+# --- references and times ----------------------------------------------------------------------
+
+
+def check_ref(ref: Any) -> SessionRef:
+    """A SessionRef whose ids are valid (also when it was built without validation)."""
+    if not isinstance(ref, SessionRef):
+        raise InvalidInputError(f"expected a SessionRef, got {type(ref).__name__}")
+    validate_identifier(ref.namespace, "namespace")
+    validate_identifier(ref.agent_id, "agent_id")
+    validate_identifier(ref.session_id, "session_id")
+    return ref
+
+
+def check_scope(scope: Any) -> KVScope:
+    if not isinstance(scope, KVScope):
+        raise InvalidInputError(f"expected a KVScope, got {type(scope).__name__}")
+    return revalidate(KVScope, scope, "KV scope")
+
+
+def check_aware(value: Any, what: str = "time") -> datetime:
+    """A timezone-aware datetime, converted to UTC. Naive times are ambiguous: rejected."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{what} must be a datetime")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{what} must be timezone-aware (use datetime.now(UTC))")
+    return value.astimezone(UTC)
+
+
+def revalidate(model: type[_M], value: Any, what: str) -> _M:
+    """Validate ``value`` (a model instance or a mapping) as ``model`` afresh, so an instance
+    built with ``model_construct`` cannot smuggle unchecked data into storage."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    elif not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a {model.__name__}, got {type(value).__name__}")
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or what}: {err['msg']}" for err in exc.errors()
+        )
+        raise InvalidInputError(f"invalid {what}: {problems}") from exc
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+def check_message(message: Any) -> Message:
+    """A fully validated message, including the fields pydantic alone does not police
+    (NUL bytes and lone surrogates in names, ids, tool arguments and metadata)."""
+    checked = revalidate(Message, message, "message")
+    for what, text in (("name", checked.name), ("tool_call_id", checked.tool_call_id)):
+        if text is not None:
+            validate_text(text, what)
+    for call in checked.tool_calls:
+        validate_text(call.id, "tool call id")
+        validate_text(call.name, "tool call name")
+        validate_text(call.arguments, "tool call arguments")
+    encode_json(checked.metadata, "message metadata", MAX_KV_VALUE_BYTES, ContentTooLargeError)
+    return checked
+
+
+def check_messages(messages: Any) -> list[Message]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a sequence of Message")
+    if len(messages) > MAX_TURN_MESSAGES:
+        raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+    return [check_message(m) for m in messages]
+
+
+# --- JSON documents ----------------------------------------------------------------------------
+
+
+def _reject_nul(value: Any, what: str) -> None:
+    # PostgreSQL's jsonb cannot hold U+0000, so no backend accepts it: one rule everywhere.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InvalidInputError(f"{what} contains a NUL character; remove it")
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
+def encode_json(
+    value: Any, what: str, limit: int, too_large: type[StatecoreError] = ContentTooLargeError
+) -> str:
+    """Canonical JSON text of ``value`` (compact, UTF-8), checked against ``limit`` bytes.
+
+    This is the serialisation every backend stores and measures, so a size limit is the same
+    number of bytes everywhere."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"{what} is not JSON-serialisable: {exc}") from exc
+    # After dumps, which has ruled out reference cycles the walk could not leave.
+    _reject_nul(value, what)
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid UTF-8 (lone surrogate)") from exc
+    if size > limit:
+        raise too_large(
+            f"{what} is {size} bytes serialised as JSON; the limit is {limit}. Store large "
+            "data elsewhere and keep a reference",
+            size=size,
+            limit=limit,
+        )
+    return text
+
+
+def encode_state(state: Any, what: str = "state") -> str:
+    """A scoped-state or flow document: a JSON object of at most MAX_STATE_BYTES."""
+    if not isinstance(state, Mapping):
+        raise InvalidInputError(f"{what} must be a JSON object (dict), got {type(state).__name__}")
+    return encode_json(state, what, MAX_STATE_BYTES, StateTooLargeError)
+
+
+def encode_kv_value(value: Any) -> tuple[str, bytes | str]:
+    """``("bytes", raw)`` for bytes-like values, else ``("json", text)``; at most 1 MiB."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        if len(raw) > MAX_KV_VALUE_BYTES:
+            raise ContentTooLargeError(
+                f"KV value is {len(raw)} bytes; the limit is {MAX_KV_VALUE_BYTES}",
+                size=len(raw),
+                limit=MAX_KV_VALUE_BYTES,
+            )
+        return "bytes", raw
+    return "json", encode_json(value, "KV value", MAX_KV_VALUE_BYTES)
+
+
+def decode_json(text: str) -> Any:
+    return json.loads(text)

@@ -1,0 +1,296 @@
+"""The message log of a session, in memory."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from statecore.errors import AlreadyExistsError, InvalidInputError, InvalidLimitError
+from statecore.models import (
+    Hint,
+    SessionRef,
+    StoredMessage,
+    Summary,
+    validate_identifier,
+    validate_text,
+)
+from statecore.models import Message as NewMessage
+from statecore.store.base import ConversationStore
+from statecore.store.inputs import (
+    MAX_TURN_MESSAGES,
+    check_aware,
+    check_int,
+    check_message,
+    check_messages,
+    check_page_limit,
+    check_ref,
+    check_token_budget,
+    revalidate,
+)
+from statecore.store.memory.store import TxContext
+from statecore.store.memory.tables import SessionPartition
+
+
+def _out(message: StoredMessage) -> StoredMessage:
+    # Callers get their own copy: mutating a returned message must not change the log.
+    return message.model_copy(deep=True)
+
+
+class MemoryConversationStore(ConversationStore):
+    def __init__(self, ctx: TxContext) -> None:
+        self._ctx = ctx
+
+    async def append(
+        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        validate_identifier(turn_id, "turn_id")
+        check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
+        checked = check_messages(messages)
+        if start_index + len(checked) > MAX_TURN_MESSAGES:
+            raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+        part = self._ctx.session_for_write(ref)
+        info = part.info
+        stored: list[StoredMessage] = []
+        for offset, message in enumerate(checked):
+            index = start_index + offset
+            position = part.by_turn.get((turn_id, index))
+            if position is not None:
+                stored.append(_out(part.messages[position]))
+                continue
+            tokens = self._ctx.counter.count_message(message)
+            row = StoredMessage(
+                **message.model_dump(),
+                seq=info.last_seq + 1,
+                turn_id=turn_id,
+                index=index,
+                tokens=tokens,
+                cumulative_tokens=info.token_total + tokens,
+                created_at=self._ctx.now,
+            )
+            part.by_turn[(turn_id, index)] = len(part.messages)
+            part.messages.append(row)
+            info = info.model_copy(
+                update={
+                    "last_seq": row.seq,
+                    "message_count": info.message_count + 1,
+                    "token_total": row.cumulative_tokens,
+                }
+            )
+            stored.append(_out(row))
+        part.info = info
+        return stored
+
+    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
+        check_ref(ref)
+        validate_identifier(turn_id, "turn_id")
+        part = self._ctx.session(ref)
+        found = sorted(
+            (index, pos) for (turn, index), pos in part.by_turn.items() if turn == turn_id
+        )
+        return [_out(part.messages[pos]) for _, pos in found]
+
+    async def messages(
+        self,
+        ref: SessionRef,
+        *,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        if from_seq is not None:
+            check_int(from_seq, "from_seq")
+        if to_seq is not None:
+            check_int(to_seq, "to_seq")
+        if limit is not None:
+            check_page_limit(limit)
+        log = self._ctx.session(ref).messages
+        start = 0 if from_seq is None else bisect.bisect_left(log, from_seq, key=lambda m: m.seq)
+        stop = len(log) if to_seq is None else bisect.bisect_right(log, to_seq, key=lambda m: m.seq)
+        if limit is not None:
+            stop = min(stop, start + limit)
+        return [_out(m) for m in log[start:stop]]
+
+    async def tail(
+        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        if max_tokens is not None:
+            check_token_budget(max_tokens)
+        if max_messages is not None:
+            check_page_limit(max_messages, "max_messages")
+        part = self._ctx.session(ref)
+        log, window_start = part.messages, part.info.window_start_seq
+        if not log:
+            return []
+        newest_total = log[-1].cumulative_tokens
+        picked: list[StoredMessage] = []
+        for message in reversed(log):
+            if message.seq < window_start:
+                break
+            if max_messages is not None and len(picked) >= max_messages:
+                break
+            # Tokens of this message and everything after it, from the stored running totals.
+            suffix_tokens = newest_total - message.cumulative_tokens + message.tokens
+            if max_tokens is not None and suffix_tokens > max_tokens:
+                break
+            picked.append(message)
+        return [_out(m) for m in reversed(picked)]
+
+    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
+        check_ref(ref)
+        if text is not None:
+            validate_text(text, "system prompt", allow_empty=False)
+        part = self._ctx.session_for_write(ref)
+        part.info = part.info.model_copy(update={"system_prompt": text})
+
+    async def add_hint(self, ref: SessionRef, text: str) -> Hint:
+        check_ref(ref)
+        validate_text(text, "hint", allow_empty=False)
+        part = self._ctx.session_for_write(ref)
+        hint = Hint(id=self._ctx.ws.next_hint_id(), text=text, created_at=self._ctx.now)
+        part.hints.append(hint)
+        return hint.model_copy()
+
+    async def hints(self, ref: SessionRef) -> list[Hint]:
+        check_ref(ref)
+        return [h.model_copy() for h in self._ctx.session(ref).hints]
+
+    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
+        check_ref(ref)
+        check_int(hint_id, "hint_id")
+        if not any(h.id == hint_id for h in self._ctx.session(ref).hints):
+            return False
+        part = self._ctx.session_for_write(ref)
+        part.hints = [h for h in part.hints if h.id != hint_id]
+        return True
+
+    async def summary(self, ref: SessionRef) -> Summary | None:
+        check_ref(ref)
+        summary = self._ctx.session(ref).summary
+        return None if summary is None else summary.model_copy()
+
+    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
+        check_ref(ref)
+        validate_text(text, "summary", allow_empty=False)
+        check_int(through_seq, "through_seq")
+        part = self._ctx.session(ref)
+        if through_seq > part.info.last_seq:
+            raise InvalidLimitError(
+                f"through_seq {through_seq} is past the last message (seq {part.info.last_seq})"
+            )
+        part = self._ctx.session_for_write(ref)
+        part.summary = Summary(
+            text=text,
+            through_seq=through_seq,
+            tokens=self._ctx.counter.count_text(text),
+            created_at=self._ctx.now,
+        )
+        return part.summary.model_copy()
+
+    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
+        check_ref(ref)
+        check_int(seq, "seq", minimum=1)
+        info = self._ctx.session(ref).info
+        if not info.window_start_seq <= seq <= info.last_seq + 1:
+            raise InvalidLimitError(
+                f"window start {seq} must be between the current start "
+                f"{info.window_start_seq} and last_seq + 1 ({info.last_seq + 1}); it only moves "
+                "forward",
+                seq=seq,
+            )
+        part = self._ctx.session_for_write(ref)
+        part.info = part.info.model_copy(update={"window_start_seq": seq})
+
+    async def clear(self, ref: SessionRef) -> int:
+        check_ref(ref)
+        part = self._ctx.session_for_write(ref)
+        removed = len(part.messages)
+        part.messages, part.by_turn, part.hints, part.summary = [], {}, [], None
+        part.info = part.info.model_copy(
+            update={
+                "system_prompt": None,
+                "last_seq": 0,
+                "message_count": 0,
+                "token_total": 0,
+                "window_start_seq": 1,
+            }
+        )
+        return removed
+
+    async def restore(
+        self,
+        ref: SessionRef,
+        messages: Sequence[StoredMessage],
+        *,
+        hints: Sequence[Hint] = (),
+        summary: Summary | None = None,
+        system_prompt: str | None = None,
+        window_start_seq: int = 1,
+    ) -> None:
+        check_ref(ref)
+        log = _checked_log(messages)
+        checked_hints = [revalidate(Hint, h, "hint") for h in hints]
+        for hint in checked_hints:
+            validate_text(hint.text, "hint", allow_empty=False)
+            check_aware(hint.created_at, "hint created_at")
+        last_seq = log[-1].seq if log else 0
+        if summary is not None:
+            summary = revalidate(Summary, summary, "summary")
+            validate_text(summary.text, "summary", allow_empty=False)
+            check_aware(summary.created_at, "summary created_at")
+            if summary.through_seq > last_seq:
+                raise InvalidLimitError("summary.through_seq is past the last restored message")
+        if system_prompt is not None:
+            validate_text(system_prompt, "system prompt", allow_empty=False)
+        check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
+        part = self._ctx.session(ref)
+        if part.messages:
+            raise AlreadyExistsError(
+                f"session {ref} already has {len(part.messages)} messages; restore needs an "
+                "empty log (clear it or import into a new session)"
+            )
+        part = self._ctx.session_for_write(ref)
+        _write_restored(part, log, self._ctx.ws.next_hint_id, checked_hints)
+        part.summary = summary
+        part.info = part.info.model_copy(
+            update={
+                "system_prompt": system_prompt,
+                "last_seq": last_seq,
+                "message_count": len(log),
+                "token_total": log[-1].cumulative_tokens if log else 0,
+                "window_start_seq": window_start_seq,
+            }
+        )
+
+
+def _checked_log(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """Exported messages, validated: ascending seqs, unique (turn_id, index), aware times."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a sequence of StoredMessage")
+    log: list[StoredMessage] = []
+    seen: set[tuple[str, int]] = set()
+    for message in messages:
+        row = revalidate(StoredMessage, message, "stored message")
+        check_message(row.model_dump(include=set(NewMessage.model_fields)))
+        validate_identifier(row.turn_id, "turn_id")
+        row = row.model_copy(update={"created_at": check_aware(row.created_at, "created_at")})
+        if log and row.seq <= log[-1].seq:
+            raise InvalidInputError("restored messages must have strictly ascending seq")
+        if (row.turn_id, row.index) in seen:
+            raise InvalidInputError(f"turn {row.turn_id} index {row.index} appears twice")
+        seen.add((row.turn_id, row.index))
+        log.append(row)
+    return log
+
+
+def _write_restored(
+    part: SessionPartition, log: list[StoredMessage], next_hint_id, hints: list[Hint]
+) -> None:
+    part.messages = log
+    part.by_turn = {(m.turn_id, m.index): pos for pos, m in enumerate(log)}
+    # Hint ids are assigned by the store (like an autoincrement); text and time are kept.
+    part.hints = part.hints + [
+        Hint(id=next_hint_id(), text=h.text, created_at=check_aware(h.created_at)) for h in hints
+    ]
