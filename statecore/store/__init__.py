@@ -1,0 +1,116 @@
+"""Storage: the contract (``StateStore``), its backends, and ``open_store(url)``.
+
+``memory://`` opens the in-memory reference backend; any SQLAlchemy URL opens the SQL backend
+(SQLite, PostgreSQL, MariaDB/MySQL), which is imported only then, so memory users never load
+database drivers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from statecore.errors import InvalidInputError
+from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.store.base import Clock, StateStore, StoreTransaction
+from statecore.store.memory import MemoryStateStore
+
+if TYPE_CHECKING:
+    from statecore.tokens import TokenCounter
+
+__all__ = [
+    "MEMORY_URL",
+    "MemoryStateStore",
+    "StateStore",
+    "StoreTransaction",
+    "normalize_database_url",
+    "open_store",
+]
+
+MEMORY_URL = "memory://"
+
+# The async driver used when a URL names only the database: "postgresql://..." and the like.
+_ASYNC_DRIVERS = {
+    "sqlite": "aiosqlite",
+    "postgresql": "asyncpg",
+    "postgres": "asyncpg",
+    "mysql": "asyncmy",
+    "mariadb": "asyncmy",
+}
+# Async drivers SQLAlchemy knows for each database, accepted as given.
+_ACCEPTED_DRIVERS = {
+    "sqlite": {"aiosqlite"},
+    "postgresql": {"asyncpg"},
+    "mysql": {"asyncmy"},
+    "mariadb": {"asyncmy"},
+}
+
+
+def normalize_database_url(url: str) -> str:
+    """The SQLAlchemy async URL for ``url``.
+
+    ``sqlite:///path``, ``postgresql://``/``postgres://``, ``mysql://`` and ``mariadb://``
+    get their async driver (aiosqlite, asyncpg, asyncmy); URLs that already name a supported
+    async driver are returned unchanged. Anything else is an InvalidInputError saying which
+    forms work.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInputError("database URL must be a non-empty string, e.g. sqlite:///agent.db")
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        raise InvalidInputError(
+            f"{url!r} is not a database URL; use memory://, sqlite:///path, "
+            "postgresql://user@host/db or mysql://user@host/db"
+        )
+    database, _, driver = scheme.lower().partition("+")
+    if database not in _ASYNC_DRIVERS:
+        raise InvalidInputError(
+            f"unsupported database {database!r} in {scheme}://; use memory://, sqlite, "
+            "postgresql, mysql or mariadb"
+        )
+    canonical = "postgresql" if database == "postgres" else database
+    if driver and driver not in _ACCEPTED_DRIVERS[canonical]:
+        supported = ", ".join(f"{canonical}+{d}" for d in sorted(_ACCEPTED_DRIVERS[canonical]))
+        raise InvalidInputError(
+            f"driver {driver!r} is not supported (statecore is async); use {supported} or "
+            f"plain {canonical}://"
+        )
+    rest = url[len(scheme) :]
+    try:
+        parsed = make_url(f"{canonical}+{driver or _ASYNC_DRIVERS[database]}{rest}")
+    except ArgumentError as exc:
+        raise InvalidInputError(f"malformed database URL: {exc}") from exc
+    return parsed.render_as_string(hide_password=False)
+
+
+async def open_store(
+    url: str,
+    *,
+    token_counter: TokenCounter | None = None,
+    clock: Clock | None = None,
+    default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+    migrate: bool = False,
+) -> StateStore:
+    """Open the backend named by ``url``: ``memory://`` or a database URL.
+
+    With ``migrate=True`` the database schema is first upgraded to the version this code
+    needs (Alembic); otherwise a database at another version fails with MigrationError."""
+    if isinstance(url, str) and url.strip().lower() == MEMORY_URL:
+        return MemoryStateStore(
+            token_counter=token_counter, clock=clock, default_ttl_seconds=default_ttl_seconds
+        )
+    database_url = normalize_database_url(url)
+    from statecore.store.sql import SqlStateStore
+
+    if migrate:
+        from statecore.store.migrate import upgrade_database
+
+        await upgrade_database(database_url)
+    return await SqlStateStore.connect(
+        database_url,
+        token_counter=token_counter,
+        clock=clock,
+        default_ttl_seconds=default_ttl_seconds,
+    )
