@@ -1,0 +1,275 @@
+"""Compaction policies: requests, plans, the extractive summarizer and the auto-summarize rule."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conversation_log import LogBuilder, assistant, call, result, user
+
+from statecore.compaction import (
+    DEFAULT_KEEP_MESSAGES,
+    CompactionRequest,
+    ExtractiveSummarizer,
+    Summarizer,
+    plan_compaction,
+    should_auto_summarize,
+)
+from statecore.context import SessionProfile
+from statecore.errors import InvalidInputError, InvalidLimitError, UnknownStrategyError
+from statecore.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+
+
+def chat(turns: int) -> LogBuilder:
+    log = LogBuilder(COUNTER)
+    for i in range(turns):
+        log.add(user(f"question {i}. more words here"), assistant(f"answer {i}. and details"))
+    return log
+
+
+# --- requests ----------------------------------------------------------------------------------
+
+
+def test_empty_request_is_tokens_with_profile_defaults() -> None:
+    for raw in ({}, None):
+        req = CompactionRequest.parse(raw)
+        assert (req.strategy, req.max_tokens, req.max_messages) == ("tokens", None, None)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"max_tokens": 0},
+        {"max_tokens": -10},
+        {"max_tokens": 10**12},
+        {"max_messages": 0},
+        {"max_messages": 10**9},
+        {"max_messages": True},
+        {"max_tokens": 1.5},
+        {"max_tokens": "100"},
+    ],
+)
+def test_bad_limits_raise_invalid_limit(raw: dict) -> None:
+    with pytest.raises(InvalidLimitError):
+        CompactionRequest.parse(raw)
+
+
+@pytest.mark.parametrize("strategy", ["everything", "", None, 3, "Recent"])
+def test_unknown_strategy_is_typed(strategy: object) -> None:
+    with pytest.raises(UnknownStrategyError):
+        CompactionRequest.parse({"strategy": strategy})
+
+
+@pytest.mark.parametrize("raw", [{"stratgy": "recent"}, ["recent"], "recent", 5])
+def test_malformed_requests_become_invalid_input(raw: object) -> None:
+    with pytest.raises(InvalidInputError):
+        CompactionRequest.parse(raw)
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+
+def test_recent_keeps_the_last_n_messages() -> None:
+    log = chat(10)  # seqs 1..20
+    plan = plan_compaction(
+        CompactionRequest(strategy="recent", max_messages=5),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert (plan.window_start_before, plan.window_start) == (1, 16)
+    assert (plan.messages_before, plan.messages_after) == (20, 5)
+    assert plan.tokens_after == sum(m.tokens for m in log.messages[15:])
+    assert plan.changed and plan.summarize_from_seq is None
+
+
+def test_recent_default_keeps_fifty() -> None:
+    log = chat(40)
+    plan = plan_compaction(
+        CompactionRequest(strategy="recent"), session=log.session(), tail=log.window()
+    )
+    assert plan.messages_after == DEFAULT_KEEP_MESSAGES
+    assert plan.window_start == 80 - DEFAULT_KEEP_MESSAGES + 1
+
+
+def test_tokens_budget_edge() -> None:
+    log = chat(6)
+    last_four = sum(m.tokens for m in log.messages[-4:])
+    exact = plan_compaction(
+        CompactionRequest(max_tokens=last_four), session=log.session(), tail=log.window()
+    )
+    assert (exact.window_start, exact.tokens_after) == (9, last_four)
+    short = plan_compaction(
+        CompactionRequest(max_tokens=last_four - 1), session=log.session(), tail=log.window()
+    )
+    assert short.window_start == 10 and short.tokens_after < last_four
+
+
+def test_tokens_within_limit_changes_nothing() -> None:
+    log = chat(3)
+    plan = plan_compaction(CompactionRequest(), session=log.session(), tail=log.window())
+    assert not plan.changed and plan.window_start == 1
+    assert plan.tokens_after == plan.tokens_before == sum(m.tokens for m in log.messages)
+
+
+def test_boundary_never_splits_a_tool_exchange() -> None:
+    log = LogBuilder(COUNTER)
+    log.add(user("q1"), assistant("a1"))
+    log.add(user("weather?"), call("a", "b"), result("a"), result("b"), assistant("sunny"))
+    # Keeping 3 messages would start at result "b" (seq 6): the boundary moves past the
+    # whole exchange instead, keeping fewer messages rather than an orphan result.
+    plan = plan_compaction(
+        CompactionRequest(strategy="recent", max_messages=3),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert plan.window_start == 7 and plan.messages_after == 1
+    plan = plan_compaction(
+        CompactionRequest(strategy="recent", max_messages=4),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert plan.window_start == 4 and plan.messages_after == 4
+
+
+def test_an_open_call_is_never_passed() -> None:
+    log = chat(3)
+    log.add(user("look it up"), call("pending"))
+    plan = plan_compaction(
+        CompactionRequest(strategy="tokens", max_tokens=1), session=log.session(), tail=log.window()
+    )
+    assert plan.window_start == log.messages[-1].seq
+    assert plan.messages_after == 1
+
+
+def test_keeping_nothing_moves_past_the_last_message() -> None:
+    log = chat(2)
+    plan = plan_compaction(
+        CompactionRequest(max_tokens=1), session=log.session(), tail=log.window()
+    )
+    assert plan.window_start == 5 and plan.messages_after == plan.tokens_after == 0
+
+
+def test_summarize_waits_for_the_threshold_then_folds_to_half() -> None:
+    log = chat(10)
+    total = sum(m.tokens for m in log.messages)
+    below = plan_compaction(
+        CompactionRequest(strategy="summarize", max_tokens=total),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert not below.changed and below.summarize_from_seq is None
+    assert "threshold" in below.reason
+
+    plan = plan_compaction(
+        CompactionRequest(strategy="summarize", max_tokens=total - 1),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert plan.changed
+    assert plan.tokens_after <= (total - 1) // 2
+    assert (plan.summarize_from_seq, plan.summarize_to_seq) == (1, plan.window_start - 1)
+    # The profile's threshold is the default trigger.
+    profile = SessionProfile(max_tokens=total, summarization_threshold=total - 1)
+    by_profile = plan_compaction(
+        CompactionRequest(strategy="summarize"),
+        session=log.session(),
+        tail=log.window(),
+        profile=profile,
+    )
+    assert by_profile.window_start == plan.window_start
+
+
+def test_summarize_range_starts_at_the_current_window_start() -> None:
+    log = chat(10)
+    plan = plan_compaction(
+        CompactionRequest(strategy="summarize", max_tokens=40),
+        session=log.session(window_start_seq=7),
+        tail=log.window(7),
+    )
+    assert plan.summarize_from_seq == 7 == plan.window_start_before
+    assert plan.summarize_to_seq == plan.window_start - 1
+
+
+def test_plans_reject_a_tail_outside_the_window() -> None:
+    log = chat(3)
+    with pytest.raises(InvalidInputError, match="window start"):
+        plan_compaction(CompactionRequest(), session=log.session(3), tail=log.window(1))
+    with pytest.raises(InvalidInputError, match="ascending"):
+        plan_compaction(CompactionRequest(), session=log.session(), tail=log.window()[::-1])
+
+
+def test_empty_window_is_a_no_op() -> None:
+    log = chat(2)
+    plan = plan_compaction(
+        CompactionRequest(max_tokens=1), session=log.session(window_start_seq=5), tail=[]
+    )
+    assert not plan.changed and plan.window_start == 5 and plan.messages_before == 0
+
+
+def test_should_auto_summarize_passes_the_threshold() -> None:
+    profile = SessionProfile(max_tokens=4096, summarization_threshold=3000)
+    assert not should_auto_summarize(profile, 3000)
+    assert should_auto_summarize(profile, 3001)
+    assert not should_auto_summarize(SessionProfile(), 0)
+    with pytest.raises(InvalidInputError):
+        should_auto_summarize(profile, -1)
+
+
+# --- extractive summarizer ---------------------------------------------------------------------
+
+
+def summarize(summarizer: ExtractiveSummarizer, previous: str | None, log: LogBuilder) -> str:
+    return asyncio.run(summarizer.summarize(previous, log.messages))
+
+
+def test_extractive_summary_lines() -> None:
+    log = LogBuilder(COUNTER)
+    log.add(user("Plan a trip to Rome. I have five days."), call("x", name="search_flights"))
+    log.add(result("x", "FLIGHT AZ123 ..."), assistant("Found a flight!  It leaves at 9."))
+    s = ExtractiveSummarizer(COUNTER)
+    assert isinstance(s, Summarizer)
+    text = summarize(s, "- user: Hello.\n\n- assistant: Hi.", log)
+    assert text.splitlines() == [
+        "- user: Hello.",
+        "- assistant: Hi.",
+        "- user: Plan a trip to Rome.",
+        "- assistant called search_flights",
+        "- assistant: Found a flight!",
+    ]
+    assert "FLIGHT" not in text  # tool output is not summarized
+    assert summarize(s, "- user: Hello.\n\n- assistant: Hi.", log) == text  # deterministic
+
+
+def test_extractive_summary_stays_within_its_cap_and_keeps_the_opening_line() -> None:
+    log = LogBuilder(COUNTER)
+    for i in range(200):
+        log.add(user(f"Point number {i} is important. Filler text follows."))
+    s = ExtractiveSummarizer(COUNTER, max_tokens=100, max_line_chars=60)
+    text = summarize(s, "- user: The task is to plan a trip.", log)
+    assert COUNTER.count_text(text) <= 100
+    lines = text.splitlines()
+    assert lines[0] == "- user: The task is to plan a trip."
+    assert lines[-1] == "- user: Point number 199 is important."
+    assert all(len(line) <= 60 for line in lines)
+
+
+def test_extractive_summary_clips_long_sentences_and_handles_tool_only_ranges() -> None:
+    log = LogBuilder(COUNTER)
+    log.add(user("word " * 500))
+    s = ExtractiveSummarizer(COUNTER, max_tokens=16, max_line_chars=400)
+    text = summarize(s, None, log)
+    assert COUNTER.count_text(text) <= 16 and text.endswith("…")
+    only_tools = LogBuilder(COUNTER)
+    only_tools.add(result("orphan", "x"), result("orphan2", "y"))
+    assert summarize(ExtractiveSummarizer(COUNTER), None, only_tools) == (
+        "- 2 earlier messages held no conversational text"
+    )
+
+
+def test_extractive_summarizer_limits_are_validated() -> None:
+    with pytest.raises(InvalidLimitError):
+        ExtractiveSummarizer(COUNTER, max_tokens=8)
+    with pytest.raises(InvalidLimitError):
+        ExtractiveSummarizer(COUNTER, max_line_chars=0)
