@@ -4,10 +4,10 @@ A model is pluggable: the Temporal activity that calls it only knows ``ChatModel
 responses are pydantic models built on ``statecore.models.Message``, so a reply can be stored
 as it is, tool calls included.
 
-The context assembler marks the system messages it injects with ``metadata[CONTEXT_PART]``
-(``"system_prompt"``, ``"summary"`` or ``"hint"``). Models that talk to a server ignore the
-mark; the offline model reads it to say what context it was given, so tests can tell a wrong
-context from a right one.
+The context assembler (``statecore.context``) marks the system messages it injects with
+``metadata[CONTEXT_PART]``: ``"system_prompt"``, ``"summary"`` or ``"hints"`` (one message, one
+``- `` line per hint). Models that talk to a server ignore the mark; the offline model reads it
+to say what context it was given, so tests can tell a wrong context from a right one.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from statecore.errors import InvalidInputError
 from statecore.models import Message, StatecoreModel, TokenUsage
 
 #: Metadata key naming which part of the assembled context a system message is.
-CONTEXT_PART = "context_part"
-ContextPart = Literal["system_prompt", "summary", "hint"]
+CONTEXT_PART = "statecore.part"
 
 # The OpenAI function-name alphabet; most OpenAI-compatible servers enforce the same.
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

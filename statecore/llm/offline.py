@@ -21,8 +21,9 @@ Every text reply starts with a context report::
 
     [offline] user messages: 3, messages: 7, system prompt: yes, summary: no, hints: 2.
 
-System messages are recognised by ``metadata["context_part"]`` (see ``statecore.llm.base``);
-an unmarked system message counts as the system prompt. ``max_tokens`` cuts a text reply to
+System messages are recognised by ``metadata[CONTEXT_PART]`` (see ``statecore.llm.base``):
+an unmarked one counts as the system prompt, and each ``- `` line of a ``hints`` message is
+one hint. ``max_tokens`` cuts a text reply to
 that many tokens with ``finish_reason="length"``.
 
 ``purpose="summarize"`` returns an extractive summary: the previous summary (system messages
@@ -129,14 +130,18 @@ class OfflineModel:
 
 
 def _context_report(messages: list[Message]) -> str:
-    parts = [
-        str(m.metadata.get(CONTEXT_PART, "system_prompt")) for m in messages if m.role == "system"
-    ]
+    system = [m for m in messages if m.role == "system"]
+    parts = {str(m.metadata.get(CONTEXT_PART, "system_prompt")) for m in system}
+    hints = sum(
+        max(1, sum(1 for ln in m.content.splitlines() if ln.startswith("- ")))
+        for m in system
+        if m.metadata.get(CONTEXT_PART) == "hints"
+    )
     users = sum(1 for m in messages if m.role == "user")
     return (
         f"[offline] user messages: {users}, messages: {len(messages)}, "
         f"system prompt: {_yes_no('system_prompt' in parts)}, "
-        f"summary: {_yes_no('summary' in parts)}, hints: {parts.count('hint')}."
+        f"summary: {_yes_no('summary' in parts)}, hints: {hints}."
     )
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import socket
 import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
 from statecore.errors import InvalidInputError, ModelError, ModelUnavailableError
 from statecore.llm import ModelRequest, OpenAICompatibleModel, ToolSpec
+from statecore.llm.openai_compat import _retry_after
 from statecore.llm.openai_wire import USAGE_ESTIMATED
 from statecore.models import Message, ToolCall
 
@@ -225,6 +228,21 @@ async def test_retry_after_beyond_the_limit_is_left_to_the_activity_retry(model_
     assert len(model_server.received) == 1
     assert caught.value.details["retry_after_seconds"] == 3600
     assert "slow down" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("7", 7), ("0.25", 0.25), ("-3", 0), ("soon", None), ("", None)],
+)
+def test_retry_after_seconds_are_read(header, expected):
+    assert _retry_after(header) == expected
+
+
+def test_retry_after_http_date_is_read():
+    when = datetime.now(UTC) + timedelta(seconds=60)
+    value = _retry_after(format_datetime(when, usegmt=True))
+    assert value is not None
+    assert 55 <= value <= 60
 
 
 @pytest.mark.parametrize(
