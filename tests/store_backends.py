@@ -1,0 +1,47 @@
+"""Open real, empty stores for tests: memory, a SQLite file, a fresh PostgreSQL database.
+
+Databases come from ``dbs.fresh_database`` (uniquely named, dropped afterwards; the test is
+skipped with the reason when the server is unreachable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from dbs import fresh_database
+
+from statecore.store.base import StateStore
+
+#: Every test module of the control plane runs on these; PostgreSQL is added where marked.
+BACKENDS = ["memory", "sqlite"]
+
+
+@asynccontextmanager
+async def open_backend(kind: str, directory: Path, name: str = "db") -> AsyncIterator[StateStore]:
+    """A fresh, empty store of ``kind``: memory, sqlite (a file in ``directory``) or postgres."""
+    if kind == "memory":
+        from statecore.store.memory import MemoryStateStore
+
+        store: StateStore = MemoryStateStore()
+        try:
+            yield store
+        finally:
+            await store.close()
+        return
+    from statecore.store import open_store
+
+    if kind == "sqlite":
+        store = await open_store(f"sqlite+aiosqlite:///{directory / name}.db", migrate=True)
+        try:
+            yield store
+        finally:
+            await store.close()
+        return
+    async with fresh_database("postgresql", name) as url:
+        store = await open_store(url, migrate=True)
+        try:
+            yield store
+        finally:
+            await store.close()
