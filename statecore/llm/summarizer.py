@@ -7,6 +7,8 @@ instead of summarising them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from statecore.errors import ModelError
 from statecore.llm.base import CONTEXT_PART, ChatModel, ModelRequest
 from statecore.models import MAX_MESSAGE_BYTES, Message, StoredMessage
@@ -37,7 +39,9 @@ class ModelSummarizer:
         self.max_summary_tokens = max_summary_tokens
         self.instructions = instructions
 
-    async def summarize(self, previous_summary: str | None, messages: list[StoredMessage]) -> str:
+    async def summarize(
+        self, previous_summary: str | None, messages: Sequence[StoredMessage]
+    ) -> str:
         """The new summary of ``previous_summary`` plus ``messages``.
 
         With no messages there is nothing to fold: the previous summary is returned unchanged
@@ -71,7 +75,7 @@ class ModelSummarizer:
         return text
 
 
-def _transcript(messages: list[StoredMessage]) -> list[str]:
+def _transcript(messages: Sequence[StoredMessage]) -> list[str]:
     """One line per message, grouped into chunks that each fit in one message."""
     tool_names = {c.id: c.name for m in messages for c in m.tool_calls}
     chunks: list[str] = []
