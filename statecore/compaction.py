@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from statecore.context import SessionProfile, check_limit, group_exchanges
 from statecore.errors import (
+    ConflictError,
     InvalidInputError,
     ModelError,
     SessionNotFoundError,
@@ -43,7 +44,7 @@ from statecore.models import (
 from statecore.summarize import ExtractiveSummarizer, Summarizer
 
 if TYPE_CHECKING:  # tiktoken and SQL stay out of this module's imports (sandbox-friendly)
-    from statecore.store.base import StoreTransaction
+    from statecore.store.base import StateStore, StoreTransaction
     from statecore.tokens import TokenCounter
 
 Strategy = Literal["recent", "tokens", "summarize"]
@@ -58,9 +59,13 @@ __all__ = [
     "CompactionPlan",
     "CompactionRequest",
     "ExtractiveSummarizer",
+    "PreparedCompaction",
     "Summarizer",
     "apply_compaction",
+    "commit_compaction",
+    "compact_session",
     "plan_compaction",
+    "prepare_compaction",
     "should_auto_summarize",
 ]
 
@@ -237,6 +242,93 @@ def should_auto_summarize(profile: SessionProfile, window_tokens: int) -> bool:
     return window_tokens > profile.summarization_threshold
 
 
+class PreparedCompaction(StatecoreModel):
+    """A plan plus what the summarizer needs: read in one transaction, committed in another,
+    so a model call never holds a database transaction open."""
+
+    plan: CompactionPlan
+    previous_summary: str | None = None
+    #: The messages to fold (``summarize_from_seq..summarize_to_seq``); empty otherwise.
+    folded: list[StoredMessage] = Field(default_factory=list)
+
+
+async def prepare_compaction(
+    tx: StoreTransaction,
+    ref: SessionRef,
+    request: CompactionRequest,
+    *,
+    profile: SessionProfile | None = None,
+) -> PreparedCompaction:
+    """Read the window and plan; for ``summarize``, also read the range to fold."""
+    info = await tx.sessions.get(ref)
+    if info is None:
+        raise SessionNotFoundError(f"session {ref} does not exist; nothing to compact")
+    window = await tx.conversation.tail(ref)
+    plan = plan_compaction(request, session=info, tail=window, profile=profile)
+    if plan.summarize_from_seq is None or plan.summarize_to_seq is None:
+        return PreparedCompaction(plan=plan)
+    previous = await tx.conversation.summary(ref)
+    folded = await tx.conversation.messages(
+        ref, from_seq=plan.summarize_from_seq, to_seq=plan.summarize_to_seq
+    )
+    return PreparedCompaction(
+        plan=plan, previous_summary=previous.text if previous else None, folded=folded
+    )
+
+
+async def commit_compaction(
+    tx: StoreTransaction, ref: SessionRef, prepared: PreparedCompaction, summary: str | None
+) -> CompactionOutcome:
+    """Store ``summary`` (required when the plan folds messages) and move the window start.
+    ConflictError when the session was compacted since ``prepared`` was read."""
+    plan = prepared.plan
+    info = await tx.sessions.get(ref)
+    if info is None:
+        raise SessionNotFoundError(f"session {ref} was deleted before compaction committed")
+    current = await tx.conversation.summary(ref)
+    if info.window_start_seq != plan.window_start_before or (
+        (current.text if current else None) != prepared.previous_summary
+    ):
+        raise ConflictError(
+            f"session {ref} was compacted while this compaction was prepared; plan again"
+        )
+    through: int | None = None
+    if plan.summarize_to_seq is not None:
+        if not isinstance(summary, str) or not summary.strip():
+            raise ModelError("the summarizer returned no summary; the window was left as it was")
+        text = validate_text(summary.strip(), "summary")
+        through = (await tx.conversation.set_summary(ref, text, plan.summarize_to_seq)).through_seq
+    if plan.changed:
+        await tx.conversation.set_window_start(ref, plan.window_start)
+    return _outcome(prepared, through)
+
+
+def _outcome(prepared: PreparedCompaction, summary_through_seq: int | None) -> CompactionOutcome:
+    plan = prepared.plan
+    return CompactionOutcome(
+        strategy=plan.strategy,
+        changed=plan.changed,
+        window_start_before=plan.window_start_before,
+        window_start=plan.window_start,
+        messages_before=plan.messages_before,
+        messages_after=plan.messages_after,
+        tokens_before=plan.tokens_before,
+        tokens_after=plan.tokens_after,
+        summarized_messages=len(prepared.folded),
+        summary_through_seq=summary_through_seq,
+        reason=plan.reason,
+    )
+
+
+async def _summary_for(
+    prepared: PreparedCompaction, summarizer: Summarizer | None, counter: TokenCounter
+) -> str | None:
+    if prepared.plan.summarize_to_seq is None:
+        return None
+    summarizer = summarizer or ExtractiveSummarizer(counter)
+    return await summarizer.summarize(prepared.previous_summary, prepared.folded)
+
+
 async def apply_compaction(
     tx: StoreTransaction,
     ref: SessionRef,
@@ -247,40 +339,30 @@ async def apply_compaction(
     profile: SessionProfile | None = None,
 ) -> CompactionOutcome:
     """Plan and carry out a compaction inside ``tx``: summarize the folded range (with
-    ``summarizer``, or an ``ExtractiveSummarizer`` over ``counter`` when None), store the summary,
-    then move the window start. Nothing is written when the summarizer fails."""
-    info = await tx.sessions.get(ref)
-    if info is None:
-        raise SessionNotFoundError(f"session {ref} does not exist; nothing to compact")
-    window = await tx.conversation.tail(ref)
-    plan = plan_compaction(request, session=info, tail=window, profile=profile)
-    summarized = 0
-    through: int | None = None
-    if plan.summarize_from_seq is not None and plan.summarize_to_seq is not None:
-        folded = await tx.conversation.messages(
-            ref, from_seq=plan.summarize_from_seq, to_seq=plan.summarize_to_seq
-        )
-        previous = await tx.conversation.summary(ref)
-        summarizer = summarizer or ExtractiveSummarizer(counter)
-        text = await summarizer.summarize(previous.text if previous else None, folded)
-        if not isinstance(text, str) or not text.strip():
-            raise ModelError("the summarizer returned no summary; the window was left as it was")
-        stored = await tx.conversation.set_summary(
-            ref, validate_text(text.strip(), "summary"), plan.summarize_to_seq
-        )
-        summarized, through = len(folded), stored.through_seq
-    if plan.changed:
-        await tx.conversation.set_window_start(ref, plan.window_start)
-    return CompactionOutcome(
-        strategy=plan.strategy,
-        changed=plan.changed,
-        window_start_before=plan.window_start_before,
-        window_start=plan.window_start,
-        messages_before=plan.messages_before,
-        messages_after=plan.messages_after,
-        tokens_before=plan.tokens_before,
-        tokens_after=plan.tokens_after,
-        summarized_messages=summarized,
-        summary_through_seq=through,
-        reason=plan.reason,
-    )
+    ``summarizer``, or an ``ExtractiveSummarizer`` over ``counter`` when None), store the
+    summary, then move the window start. Nothing is written when the summarizer fails.
+
+    The summarizer runs inside ``tx``; with a model summarizer prefer ``compact_session``."""
+    prepared = await prepare_compaction(tx, ref, request, profile=profile)
+    summary = await _summary_for(prepared, summarizer, counter)
+    return await commit_compaction(tx, ref, prepared, summary)
+
+
+async def compact_session(
+    store: StateStore,
+    ref: SessionRef,
+    request: CompactionRequest,
+    *,
+    summarizer: Summarizer | None = None,
+    counter: TokenCounter,
+    profile: SessionProfile | None = None,
+) -> CompactionOutcome:
+    """Like ``apply_compaction``, but the summarizer (a model call) runs between two short
+    transactions instead of inside one."""
+    async with store.transaction() as tx:
+        prepared = await prepare_compaction(tx, ref, request, profile=profile)
+    summary = await _summary_for(prepared, summarizer, counter)
+    if not prepared.plan.changed:
+        return _outcome(prepared, None)  # nothing to write
+    async with store.transaction() as tx:
+        return await commit_compaction(tx, ref, prepared, summary)

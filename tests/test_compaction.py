@@ -3,20 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from conversation_log import LogBuilder, assistant, call, result, user
+from conversation_log import REF, LogBuilder, assistant, call, result, user
+from store_backends import BACKENDS, open_backend
 
 from statecore.compaction import (
     DEFAULT_KEEP_MESSAGES,
     CompactionRequest,
     ExtractiveSummarizer,
     Summarizer,
+    apply_compaction,
+    commit_compaction,
+    compact_session,
     plan_compaction,
+    prepare_compaction,
     should_auto_summarize,
 )
 from statecore.context import SessionProfile
-from statecore.errors import InvalidInputError, InvalidLimitError, UnknownStrategyError
+from statecore.errors import (
+    ConflictError,
+    InvalidInputError,
+    InvalidLimitError,
+    ModelError,
+    ModelUnavailableError,
+    SessionNotFoundError,
+    UnknownStrategyError,
+)
+from statecore.store.base import StateStore
 from statecore.tokens import TokenCounter
 
 COUNTER = TokenCounter()
@@ -273,3 +289,156 @@ def test_extractive_summarizer_limits_are_validated() -> None:
         ExtractiveSummarizer(COUNTER, max_tokens=8)
     with pytest.raises(InvalidLimitError):
         ExtractiveSummarizer(COUNTER, max_line_chars=0)
+
+
+# --- applying compaction through the storage contract ------------------------------------------
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
+    async with open_backend(request.param, tmp_path) as backend:
+        yield backend
+
+
+class RecordingSummarizer:
+    """Stands in for the model: records what it was asked to fold."""
+
+    def __init__(self, reply: str = "- folded") -> None:
+        self.reply = reply
+        self.calls: list[tuple[str | None, list[int]]] = []
+
+    async def summarize(self, previous_summary, messages) -> str:
+        self.calls.append((previous_summary, [m.seq for m in messages]))
+        return self.reply
+
+
+class FailingSummarizer:
+    async def summarize(self, previous_summary, messages) -> str:
+        raise ModelUnavailableError("model endpoint is down")
+
+
+async def seed(store: StateStore, turns: int) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+        for i in range(turns):
+            messages = [user(f"Question {i}. Details follow."), assistant(f"Answer {i}. More.")]
+            if i % 3 == 1:
+                messages[1:1] = [call(f"c{i}"), result(f"c{i}", "tool output")]
+            await tx.conversation.append(REF, f"t{i}", messages)
+
+
+async def snapshot(store: StateStore) -> tuple:
+    async with store.transaction() as tx:
+        info = await tx.sessions.get(REF)
+        return (
+            await tx.conversation.messages(REF),
+            await tx.conversation.summary(REF),
+            info.window_start_seq if info else None,
+        )
+
+
+async def test_tokens_compaction_moves_the_start_and_keeps_the_log(store: StateStore) -> None:
+    await seed(store, 12)
+    log, _, _ = await snapshot(store)
+    async with store.transaction() as tx:
+        outcome = await apply_compaction(tx, REF, CompactionRequest(max_tokens=60), counter=COUNTER)
+    after_log, summary, start = await snapshot(store)
+    assert after_log == log  # compaction never deletes or rewrites a message
+    assert summary is None and outcome.summary_through_seq is None
+    assert outcome.changed and start == outcome.window_start > 1
+    assert outcome.tokens_after <= 60 < outcome.tokens_before
+    assert outcome.messages_before == len(log)
+    assert outcome.messages_after == len(log) - start + 1
+    assert log[start - 1].role != "tool"  # the new start is not inside a tool exchange
+    async with store.transaction() as tx:
+        assert (await tx.conversation.tail(REF))[0].seq == start
+        again = await apply_compaction(tx, REF, CompactionRequest(max_tokens=60), counter=COUNTER)
+    assert not again.changed and again.window_start == start
+
+
+async def test_summarize_folds_the_oldest_part_into_the_summary(store: StateStore) -> None:
+    await seed(store, 12)
+    log, _, _ = await snapshot(store)
+    request = CompactionRequest(strategy="summarize", max_tokens=120)
+    async with store.transaction() as tx:
+        outcome = await apply_compaction(tx, REF, request, counter=COUNTER)
+    after_log, summary, start = await snapshot(store)
+    assert after_log == log
+    assert summary is not None and outcome.summary_through_seq == summary.through_seq == start - 1
+    assert outcome.summarized_messages == start - 1
+    assert "- user: Question 0." in summary.text and "tool output" not in summary.text
+    assert outcome.tokens_after <= 60
+
+    # The next fold gets the previous summary and only the messages after it.
+    await seed_more(store, 12, 20)
+    model = RecordingSummarizer("- user: Question 0.\n- later")
+    async with store.transaction() as tx:
+        second = await apply_compaction(tx, REF, request, summarizer=model, counter=COUNTER)
+    assert model.calls == [(summary.text, list(range(start, second.window_start)))]
+    _, summary2, start2 = await snapshot(store)
+    assert summary2.text == "- user: Question 0.\n- later"
+    assert summary2.through_seq == start2 - 1 == second.window_start - 1
+
+
+async def seed_more(store: StateStore, first: int, last: int) -> None:
+    async with store.transaction() as tx:
+        for i in range(first, last):
+            await tx.conversation.append(REF, f"t{i}", [user(f"Question {i}."), assistant("Ok.")])
+
+
+async def test_summarize_below_the_threshold_does_not_call_the_model(store: StateStore) -> None:
+    await seed(store, 2)
+    model = RecordingSummarizer()
+    before = await snapshot(store)
+    async with store.transaction() as tx:
+        outcome = await apply_compaction(
+            tx, REF, CompactionRequest(strategy="summarize"), summarizer=model, counter=COUNTER
+        )
+    assert not outcome.changed and model.calls == []
+    assert await snapshot(store) == before
+
+
+@pytest.mark.parametrize("summarizer", [FailingSummarizer(), RecordingSummarizer("   ")])
+async def test_a_failing_summarizer_leaves_everything_unchanged(
+    store: StateStore, summarizer: object
+) -> None:
+    await seed(store, 12)
+    before = await snapshot(store)
+    request = CompactionRequest(strategy="summarize", max_tokens=100)
+    with pytest.raises(ModelError):
+        async with store.transaction() as tx:
+            await apply_compaction(tx, REF, request, summarizer=summarizer, counter=COUNTER)
+    with pytest.raises(ModelError):
+        await compact_session(store, REF, request, summarizer=summarizer, counter=COUNTER)
+    assert await snapshot(store) == before
+
+
+async def test_compact_session_commits_in_a_second_transaction(store: StateStore) -> None:
+    await seed(store, 12)
+    log, _, _ = await snapshot(store)
+    request = CompactionRequest(strategy="summarize", max_tokens=100)
+    outcome = await compact_session(store, REF, request, counter=COUNTER)
+    after_log, summary, start = await snapshot(store)
+    assert after_log == log and outcome.changed and start == outcome.window_start
+    assert summary is not None and summary.through_seq == start - 1
+
+
+async def test_a_stale_prepared_compaction_is_refused(store: StateStore) -> None:
+    await seed(store, 12)
+    async with store.transaction() as tx:
+        prepared = await prepare_compaction(tx, REF, CompactionRequest(max_tokens=50))
+    async with store.transaction() as tx:
+        await apply_compaction(tx, REF, CompactionRequest(max_tokens=80), counter=COUNTER)
+    before = await snapshot(store)
+    with pytest.raises(ConflictError):
+        async with store.transaction() as tx:
+            await commit_compaction(tx, REF, prepared, None)
+    assert await snapshot(store) == before
+
+
+async def test_compacting_a_missing_session_is_typed(store: StateStore) -> None:
+    with pytest.raises(SessionNotFoundError):
+        async with store.transaction() as tx:
+            await apply_compaction(tx, REF, CompactionRequest(), counter=COUNTER)
+    async with store.transaction() as tx:
+        assert await tx.sessions.get(REF) is None

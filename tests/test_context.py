@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
-from conversation_log import LogBuilder, assistant, call, result, user
+from conversation_log import REF, LogBuilder, assistant, call, result, user
+from store_backends import BACKENDS, open_backend
 
 from statecore.context import (
     HINTS_LABEL,
     PART_KEY,
     SUMMARY_LABEL,
     SessionProfile,
+    assemble_context,
     build_context,
     group_exchanges,
 )
@@ -17,9 +22,11 @@ from statecore.errors import (
     ContextBudgetError,
     InvalidInputError,
     InvalidLimitError,
+    SessionNotFoundError,
     UnknownStrategyError,
 )
-from statecore.models import Message
+from statecore.models import Message, SessionRef
+from statecore.store.base import StateStore
 from statecore.tokens import REPLY_PRIMING, TokenCounter
 
 COUNTER = TokenCounter()
@@ -277,3 +284,95 @@ def test_session_profile_defaults_and_validation() -> None:
         SessionProfile(max_tokens=10**12, summarization_threshold=10)
     with pytest.raises(UnknownStrategyError):
         SessionProfile.model_validate({"type": "vector"})
+
+
+# --- assemble_context through the storage contract ---------------------------------------------
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
+    async with open_backend(request.param, tmp_path) as backend:
+        yield backend
+
+
+async def seed(store: StateStore, turns: int) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+        await tx.conversation.set_system_prompt(REF, "You are a helpful coding assistant.")
+        await tx.conversation.add_hint(REF, "User prefers Python over JavaScript")
+        for i in range(turns):
+            await tx.conversation.append(
+                REF, f"t{i}", [user(f"question {i} " * 5), assistant(f"answer {i} " * 5)]
+            )
+
+
+async def test_assemble_context_reads_every_part_from_the_store(store: StateStore) -> None:
+    await seed(store, 10)
+    async with store.transaction() as tx:
+        await tx.conversation.set_summary(REF, "Earlier: greetings.", through_seq=4)
+        await tx.conversation.set_window_start(REF, 5)
+        ctx = await assemble_context(tx, REF, [user("next")], max_tokens=4096, counter=COUNTER)
+        log = await tx.conversation.messages(REF)
+    parts = [m.metadata.get(PART_KEY) for m in ctx.messages[:3]]
+    assert parts == ["system_prompt", "summary", "hints"]
+    assert ctx.messages[1].content.endswith("Earlier: greetings.")
+    assert "- User prefers Python over JavaScript" in ctx.messages[2].content
+    # The window starts at the stored window start, not at the first message.
+    assert (ctx.window_from_seq, ctx.window_to_seq, ctx.dropped) == (5, 20, 0)
+    assert [m.content for m in ctx.messages[3:-1]] == [m.content for m in log[4:]]
+    assert ctx.tokens == COUNTER.count_messages(ctx.messages)
+
+
+async def test_assemble_context_bounds_the_window_by_the_budget(store: StateStore) -> None:
+    await seed(store, 30)
+    async with store.transaction() as tx:
+        full = await assemble_context(tx, REF, [user("q")], max_tokens=100_000, counter=COUNTER)
+        budget = full.tokens - full.window_tokens + 200
+        ctx = await assemble_context(tx, REF, [user("q")], max_tokens=budget, counter=COUNTER)
+        log = await tx.conversation.messages(REF)
+    assert full.window_messages == 60
+    assert ctx.tokens <= budget and ctx.window_tokens <= 200
+    assert ctx.window_to_seq == 60 and ctx.window_messages < 60
+    next_older = log[ctx.window_from_seq - 2]  # the newest message left out
+    assert ctx.window_tokens + next_older.tokens > 200
+    assert ctx.tokens == COUNTER.count_messages(ctx.messages)
+
+
+async def test_assemble_context_pins_a_stored_call_answered_by_new_results(
+    store: StateStore,
+) -> None:
+    await seed(store, 3)
+    async with store.transaction() as tx:
+        await tx.conversation.append(REF, "call", [user("look it up"), call("c1")])
+    new = [result("c1", "found it")]
+    async with store.transaction() as tx:
+        ctx = await assemble_context(tx, REF, new, max_tokens=4096, counter=COUNTER)
+        stored_call = (await tx.conversation.messages(REF))[-1]
+    assert [m.role for m in ctx.messages[-2:]] == ["assistant", "tool"]
+    assert ctx.messages[-2].tool_calls[0].id == "c1"
+    assert ctx.window_to_seq == stored_call.seq
+
+    # Room for everything but the call: the call cannot be dropped, so the budget is too small.
+    need = ctx.tokens - ctx.window_tokens + stored_call.tokens
+    async with store.transaction() as tx:
+        with pytest.raises(ContextBudgetError):
+            await assemble_context(tx, REF, new, max_tokens=need - 1, counter=COUNTER)
+        tight = await assemble_context(tx, REF, new, max_tokens=need, counter=COUNTER)
+    assert tight.window_messages == 1 and tight.tokens == need
+
+
+async def test_assemble_context_errors_leave_the_store_unchanged(store: StateStore) -> None:
+    await seed(store, 2)
+    async with store.transaction() as tx:
+        before = (await tx.sessions.get(REF), await tx.conversation.messages(REF))
+    with pytest.raises(ContextBudgetError):
+        async with store.transaction() as tx:
+            await assemble_context(tx, REF, [user("x " * 500)], max_tokens=100, counter=COUNTER)
+    other = SessionRef(agent_id="agent", session_id="missing")
+    with pytest.raises(SessionNotFoundError):
+        async with store.transaction() as tx:
+            await assemble_context(tx, other, [user("x")], max_tokens=100, counter=COUNTER)
+    async with store.transaction() as tx:
+        after = (await tx.sessions.get(REF), await tx.conversation.messages(REF))
+        assert await tx.sessions.get(other) is None
+    assert after == before
