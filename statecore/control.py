@@ -1,0 +1,244 @@
+"""The control plane: describe, reset, compact and sweep, shaped like Protolink's
+StateOperationResult so operators and programs read one report format.
+
+Each operation runs in one store transaction: a reset either clears exactly what was asked
+or nothing. Requests that cannot be honoured exactly are refused (ResetRefusedError), never
+widened to more state than was named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+
+from statecore.compaction import CompactionRequest, apply_compaction
+from statecore.context import SessionProfile
+from statecore.errors import ResetRefusedError, UnknownStoreError
+from statecore.inspection import conversation_report, inspect_session
+from statecore.models import (
+    ALL_STORES,
+    SessionRef,
+    StateOperationResult,
+    StateStoreReport,
+    SweepReport,
+    validate_identifier,
+)
+from statecore.store.base import StateStore, StoreTransaction
+from statecore.store.slots import TASK_BUCKET_PREFIX, TOOL_BUCKET_PREFIX, clear_user_buckets
+from statecore.summarize import ExtractiveSummarizer, Summarizer
+from statecore.tokens import TokenCounter
+
+#: Expired sessions deleted per transaction by ``sweep``.
+SWEEP_BATCH = 200
+
+
+async def describe(
+    store: StateStore, ref: SessionRef, *, include_data: bool = False
+) -> StateOperationResult:
+    """Report every store of the session (ALL_STORES order). A session that does not exist
+    is not an error: its stores are reported with ``exists=False``."""
+    async with store.transaction() as tx:
+        reports = await inspect_session(tx, ref, include_data=include_data)
+    return StateOperationResult(
+        operation="describe", session_id=ref.session_id, namespace=ref.namespace, stores=reports
+    )
+
+
+def resolve_store_names(stores: Sequence[str] | None) -> list[str]:
+    """The stores a request names, deduplicated in ALL_STORES order; None means all.
+
+    UnknownStoreError for a name outside ALL_STORES; ResetRefusedError for an empty list,
+    which names nothing (callers that mean "all" pass None)."""
+    if stores is None:
+        return list(ALL_STORES)
+    if isinstance(stores, str):
+        raise UnknownStoreError(f"stores must be a list of names, not the string {stores!r}")
+    unknown = [s for s in stores if s not in ALL_STORES]
+    if unknown:
+        raise UnknownStoreError(
+            f"unknown store(s) {unknown}; the stores are {list(ALL_STORES)}", stores=unknown
+        )
+    if not stores:
+        raise ResetRefusedError(
+            "stores=[] names no store; pass stores=None to reset every store of the session"
+        )
+    return [name for name in ALL_STORES if name in stores]
+
+
+_Clearer = Callable[[StoreTransaction, SessionRef], Awaitable[int | bool]]
+
+# How each store of one session is cleared. The KV partitions are cut by bucket prefix,
+# which is exact because user buckets may not use the reserved tool./task. prefixes.
+_CLEARERS: dict[str, _Clearer] = {
+    "conversation": lambda tx, ref: tx.conversation.clear(ref),
+    "kv": lambda tx, ref: clear_user_buckets(tx.kv, ref.kv_scope),
+    "state": lambda tx, ref: tx.state.delete(ref.namespace, ref.session_id, ref.agent_id),
+    "flow": lambda tx, ref: tx.flow.clear(ref),
+    "orchestration": lambda tx, ref: tx.orchestration.reset(ref),
+    "tools": lambda tx, ref: tx.kv.clear(ref.kv_scope, TOOL_BUCKET_PREFIX),
+    "task": lambda tx, ref: tx.kv.clear(ref.kv_scope, TASK_BUCKET_PREFIX),
+}
+
+
+async def reset_session_stores(
+    tx: StoreTransaction, ref: SessionRef, names: Sequence[str]
+) -> StateOperationResult:
+    """Clear the named stores of one session inside ``tx``. The session header (TTL,
+    creation time) stays; every row of the named stores goes, nothing else is touched."""
+    before = {r.name: r for r in await inspect_session(tx, ref)}
+    result = StateOperationResult(
+        operation="reset", session_id=ref.session_id, namespace=ref.namespace
+    )
+    for name in names:
+        report = before[name]
+        if not report.exists:
+            result.missing.append(name)
+        else:
+            removed = await _CLEARERS[name](tx, ref)
+            report.metadata["removed"] = int(removed)
+            result.cleared.append(name)
+        result.stores.append(report)
+    return result
+
+
+async def reset(
+    store: StateStore,
+    ref: SessionRef | None,
+    *,
+    stores: Sequence[str] | None = None,
+    namespace: str | None = None,
+    all_sessions: bool = False,
+) -> StateOperationResult:
+    """Destroy state, precisely.
+
+    - ``reset(store, ref)``: every store of that one session;
+    - ``reset(store, ref, stores=[...])``: exactly the named stores of that session;
+    - ``reset(store, None, namespace=ns, all_sessions=True)``: the whole namespace.
+
+    ``cleared`` names the stores that held data and were cleared, ``missing`` the requested
+    stores that held nothing; ``stores`` reports what each held before. Unknown store names
+    raise UnknownStoreError and anything ambiguous raises ResetRefusedError, both before
+    anything is cleared.
+    """
+    names = resolve_store_names(stores)
+    if ref is not None:
+        if all_sessions:
+            raise ResetRefusedError(
+                "all_sessions=True resets a whole namespace; pass ref=None and namespace=..."
+                " for that, or drop all_sessions to reset only this session"
+            )
+        if namespace is not None and namespace != ref.namespace:
+            raise ResetRefusedError(
+                f"namespace {namespace!r} differs from the session's {ref.namespace!r}; "
+                "name one target only"
+            )
+        async with store.transaction() as tx:
+            return await reset_session_stores(tx, ref, names)
+    if not all_sessions:
+        raise ResetRefusedError(
+            "no session given: resetting every session of a namespace needs all_sessions=True"
+            " and namespace=... stated explicitly"
+        )
+    if namespace is None:
+        raise ResetRefusedError("a namespace reset needs the namespace named explicitly")
+    validate_identifier(namespace, "namespace")
+    if len(names) != len(ALL_STORES):
+        # The namespace-wide stores (shared KV, scoped states of any task) do not split by
+        # the per-session store names, so a partial namespace reset cannot be exact.
+        raise ResetRefusedError(
+            f"a namespace reset clears every store; stores={list(names)} cannot be honoured "
+            "exactly across a namespace. Reset the sessions one by one instead"
+        )
+    return await _reset_namespace(store, namespace)
+
+
+async def _reset_namespace(store: StateStore, namespace: str) -> StateOperationResult:
+    async with store.transaction() as tx:
+        existed = namespace in await tx.sessions.namespaces()
+        removed = await tx.sessions.delete_namespace(namespace) if existed else 0
+    reports = [StateStoreReport(name=name, exists=existed) for name in ALL_STORES]
+    reports[0].metadata["sessions_removed"] = removed
+    return StateOperationResult(
+        operation="reset",
+        namespace=namespace,
+        stores=reports,
+        cleared=list(ALL_STORES) if existed else [],
+        missing=[] if existed else list(ALL_STORES),
+    )
+
+
+async def compact(
+    store: StateStore,
+    ref: SessionRef,
+    request: CompactionRequest,
+    *,
+    summarizer: Summarizer | None = None,
+    counter: TokenCounter,
+    profile: SessionProfile | None = None,
+) -> StateOperationResult:
+    """Compact the conversation of one session in one transaction (never deletes messages).
+
+    ``summarizer`` folds what leaves the window into the summary for ``summarize``; None
+    means the extractive summarizer. The conversation report's metadata holds ``before`` and
+    ``after`` (the window's counters) and what the compaction decided. A session that does
+    not exist is reported in ``missing``."""
+    result = StateOperationResult(
+        operation="compact", session_id=ref.session_id, namespace=ref.namespace
+    )
+    async with store.transaction() as tx:
+        info = await tx.sessions.get(ref)
+        if info is None:
+            result.missing.append("conversation")
+            result.stores.append(StateStoreReport(name="conversation"))
+            return result
+        before = await conversation_report(tx, ref, info, include_data=False)
+        outcome = await apply_compaction(
+            tx,
+            ref,
+            request,
+            summarizer=summarizer or ExtractiveSummarizer(counter),
+            counter=counter,
+            profile=profile,
+        )
+        after_info = await tx.sessions.get(ref) or info
+        after = await conversation_report(tx, ref, after_info, include_data=False)
+    after.metadata = {
+        "before": before.metadata,
+        "after": after.metadata,
+        **outcome.model_dump(mode="json"),
+    }
+    result.stores.append(after)
+    result.compacted.append("conversation")
+    return result
+
+
+async def sweep(store: StateStore, *, now: datetime | None = None) -> SweepReport:
+    """Delete sessions idle past their TTL (with everything they own) and expired KV keys.
+
+    ``now`` defaults to the store's clock. Sessions go in batches, one transaction each, and
+    are checked and deleted in the same transaction so a session touched meanwhile stays."""
+    report = SweepReport()
+    while True:
+        async with store.transaction() as tx:
+            moment = now or tx.now
+            batch = await tx.sessions.expired(moment, limit=SWEEP_BATCH)
+            for expired_ref in batch:
+                if await tx.sessions.delete(expired_ref):
+                    report.sessions.append(expired_ref)
+        now = moment
+        if len(batch) < SWEEP_BATCH:
+            break
+    async with store.transaction() as tx:
+        report.kv_keys = await tx.kv.sweep_expired(now)
+    return report
+
+
+__all__ = [
+    "SWEEP_BATCH",
+    "compact",
+    "describe",
+    "reset",
+    "reset_session_stores",
+    "resolve_store_names",
+    "sweep",
+]
