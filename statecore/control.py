@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
-from statecore.compaction import CompactionRequest, apply_compaction
+from statecore.compaction import CompactionRequest, commit_compaction, prepare_compaction
 from statecore.context import SessionProfile
-from statecore.errors import ResetRefusedError, UnknownStoreError
+from statecore.errors import ResetRefusedError, SessionNotFoundError, UnknownStoreError
 from statecore.inspection import conversation_report, inspect_session
 from statecore.models import (
     ALL_STORES,
@@ -176,12 +176,15 @@ async def compact(
     counter: TokenCounter,
     profile: SessionProfile | None = None,
 ) -> StateOperationResult:
-    """Compact the conversation of one session in one transaction (never deletes messages).
+    """Compact the conversation of one session (never deletes messages).
 
     ``summarizer`` folds what leaves the window into the summary for ``summarize``; None
-    means the extractive summarizer. The conversation report's metadata holds ``before`` and
-    ``after`` (the window's counters) and what the compaction decided. A session that does
-    not exist is reported in ``missing``."""
+    means the extractive summarizer. The plan is read in one transaction and written in a
+    second, with the summarizer (possibly a model call) in between so no transaction stays
+    open during it; the write fails with ConflictError if the session was compacted
+    meanwhile, so the result is as if it ran in one. The conversation report's metadata
+    holds ``before`` and ``after`` (the window's counters) and what the compaction decided.
+    A session that does not exist is reported in ``missing``."""
     result = StateOperationResult(
         operation="compact", session_id=ref.session_id, namespace=ref.namespace
     )
@@ -192,15 +195,16 @@ async def compact(
             result.stores.append(StateStoreReport(name="conversation"))
             return result
         before = await conversation_report(tx, ref, info, include_data=False)
-        outcome = await apply_compaction(
-            tx,
-            ref,
-            request,
-            summarizer=summarizer or ExtractiveSummarizer(counter),
-            counter=counter,
-            profile=profile,
-        )
-        after_info = await tx.sessions.get(ref) or info
+        prepared = await prepare_compaction(tx, ref, request, profile=profile)
+    summary: str | None = None
+    if prepared.plan.summarize_to_seq is not None:
+        summarizer = summarizer or ExtractiveSummarizer(counter)
+        summary = await summarizer.summarize(prepared.previous_summary, prepared.folded)
+    async with store.transaction() as tx:
+        outcome = await commit_compaction(tx, ref, prepared, summary)
+        after_info = await tx.sessions.get(ref)
+        if after_info is None:  # commit_compaction raises first; this keeps the types honest
+            raise SessionNotFoundError(f"session {ref} was deleted during compaction")
         after = await conversation_report(tx, ref, after_info, include_data=False)
     after.metadata = {
         "before": before.metadata,

@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from dbs import fresh_database
-
 from statecore.store.base import StateStore
+from tests.dbs import fresh_database
 
 #: Every test module of the control plane runs on these; PostgreSQL is added where marked.
 BACKENDS = ["memory", "sqlite"]

@@ -6,8 +6,6 @@ import hashlib
 import json
 
 import pytest
-from session_data import populate, snapshot
-from store_backends import BACKENDS, open_backend
 
 from statecore.bundle import (
     NamespaceBundle,
@@ -30,6 +28,8 @@ from statecore.errors import (
 )
 from statecore.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.store.slots import TaskSlots
+from tests.session_data import populate, snapshot
+from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")
 SIBLING = SessionRef(namespace="ns1", agent_id="agent", session_id="s2")

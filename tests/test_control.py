@@ -6,8 +6,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from session_data import populate, snapshot
-from store_backends import BACKENDS, open_backend
 
 from statecore.compaction import CompactionRequest
 from statecore.control import compact, describe, reset, sweep
@@ -15,6 +13,8 @@ from statecore.errors import ResetRefusedError, UnknownStoreError
 from statecore.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.store.slots import TaskSlots, ToolSlots
 from statecore.tokens import TokenCounter
+from tests.session_data import populate, snapshot
+from tests.store_backends import BACKENDS, open_backend
 
 COUNTER = TokenCounter()
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from store_backends import BACKENDS, open_backend
 
 from statecore.errors import (
     ConflictError,
@@ -22,6 +21,7 @@ from statecore.store.slots import (
     count_user_keys,
     validate_user_bucket,
 )
+from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")
 OTHER = SessionRef(namespace="ns1", agent_id="agent", session_id="s2")
