@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -442,3 +444,14 @@ async def test_compacting_a_missing_session_is_typed(store: StateStore) -> None:
             await apply_compaction(tx, REF, CompactionRequest(), counter=COUNTER)
     async with store.transaction() as tx:
         assert await tx.sessions.get(REF) is None
+
+
+def test_policies_import_no_tokenizer_or_database() -> None:
+    # Workflow code may import the policies (requests, should_auto_summarize); the Temporal
+    # sandbox must not pull tiktoken or SQLAlchemy in through them.
+    probe = (
+        "import sys, statecore.compaction, statecore.context; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'tiktoken', 'sqlalchemy'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
