@@ -1,0 +1,62 @@
+"""Alembic environment for statecore's schema.
+
+``statecore.store.migrate`` runs migrations on a connection it opened itself and passes it in
+``config.attributes["connection"]``. The plain ``alembic`` command (for writing new
+revisions) gets ``sqlalchemy.url`` instead and this module opens an async engine for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from statecore.store.sql.engine import create_store_engine
+from statecore.store.sql.schema import metadata
+
+config = context.config
+
+
+def _run_on(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        compare_type=True,
+        # SQLite cannot ALTER most constraints; batch mode rebuilds the table instead.
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_with_own_engine(url: str) -> None:
+    engine = create_store_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_run_on)
+    finally:
+        await engine.dispose()
+
+
+def _run_offline(url: str) -> None:
+    context.configure(url=url, target_metadata=metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _main() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run_on(connection)
+        return
+    url = config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("set sqlalchemy.url or use statecore.store.migrate.upgrade_database")
+    if context.is_offline_mode():
+        _run_offline(url)
+    else:
+        asyncio.run(_run_with_own_engine(url))
+
+
+_main()

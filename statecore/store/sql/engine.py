@@ -1,0 +1,109 @@
+"""Database URL -> AsyncEngine, with the settings each dialect needs for statecore.
+
+- SQLite (aiosqlite): WAL journal, foreign keys on, a busy timeout, and every transaction
+  opened with ``BEGIN IMMEDIATE``. SQLite has one writer; taking the write lock at BEGIN
+  makes a second writer wait (up to the busy timeout) instead of failing with "database is
+  locked" when a read transaction later tries to write.
+- PostgreSQL (asyncpg): READ COMMITTED (the server default) plus row locks where it matters.
+- MariaDB/MySQL (asyncmy): utf8mb4, READ COMMITTED (no gap locks, so concurrent inserts of
+  different keys do not deadlock) and strict SQL mode (oversized values fail instead of being
+  truncated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from statecore.errors import InvalidInputError
+
+#: Seconds a SQLite transaction waits for the write lock before failing.
+SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+
+_DRIVERS = {
+    "sqlite": "aiosqlite",
+    "postgresql": "asyncpg",
+    "mysql": "asyncmy",
+    "mariadb": "asyncmy",
+}
+
+
+def dialect_name(url: str | URL) -> str:
+    """'sqlite', 'postgresql' or 'mysql' (MariaDB included) for a database URL."""
+    backend = make_url(url).get_backend_name()
+    if backend not in _DRIVERS:
+        raise InvalidInputError(
+            f"unsupported database {backend!r}; use sqlite+aiosqlite, postgresql+asyncpg "
+            "or mysql+asyncmy"
+        )
+    return "mysql" if backend == "mariadb" else backend
+
+
+def is_sqlite_memory(url: str | URL) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+
+
+def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
+    """An AsyncEngine for ``url`` configured for statecore; ``engine_kwargs`` override."""
+    parsed = make_url(url)
+    dialect = dialect_name(parsed)
+    if parsed.get_driver_name() != _DRIVERS[parsed.get_backend_name()]:
+        raise InvalidInputError(
+            f"{parsed.drivername!r} is not an async driver statecore supports; use "
+            f"{parsed.get_backend_name()}+{_DRIVERS[parsed.get_backend_name()]}"
+        )
+    if dialect == "sqlite":
+        return _sqlite_engine(parsed, engine_kwargs)
+    engine_kwargs.setdefault("pool_pre_ping", True)
+    if dialect == "mysql":
+        if "charset" not in parsed.query:
+            parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+        engine_kwargs.setdefault("isolation_level", "READ COMMITTED")
+        # MySQL closes idle connections after wait_timeout (8 h by default).
+        engine_kwargs.setdefault("pool_recycle", 3600)
+        engine = create_async_engine(parsed, **engine_kwargs)
+        event.listen(engine.sync_engine, "connect", _mysql_on_connect)
+        return engine
+    return create_async_engine(parsed, **engine_kwargs)
+
+
+def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
+    connect_args = dict(engine_kwargs.pop("connect_args", {}))
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_SECONDS)
+    engine = create_async_engine(url, connect_args=connect_args, **engine_kwargs)
+    memory = is_sqlite_memory(url)
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the sqlite3 module (it would skip BEGIN before
+        # SELECT and SAVEPOINT); SQLAlchemy's "begin" event below emits our own BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    def on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(engine.sync_engine, "connect", on_connect)
+    event.listen(engine.sync_engine, "begin", on_begin)
+    return engine
+
+
+def _mysql_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(
+            "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), "
+            "'STRICT_ALL_TABLES', 'NO_ENGINE_SUBSTITUTION')"
+        )
+    finally:
+        cursor.close()

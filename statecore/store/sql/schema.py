@@ -1,0 +1,213 @@
+"""The SQL schema: typed declarative models, the single source the migrations must match.
+
+Store modules use the Core tables (``SessionRow.__table__`` ...) on one connection; ORM
+objects never leave this package. ``tests/store/test_migrations.py`` proves that the Alembic
+revisions build exactly this metadata.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from statecore.models import MAX_ID_LENGTH, MAX_KEY_LENGTH
+from statecore.store.sql.types import (
+    UtcDateTime,
+    ascii_id,
+    big_pk,
+    long_text,
+    medium_blob,
+    medium_text,
+)
+
+#: Constraint names are derived, never left to the database, so a migration can name what
+#: it alters on every dialect.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: "agent_id/session_id", the owner of a session's KV rows.
+OWNER_LENGTH = 2 * MAX_ID_LENGTH + 1
+
+_MYSQL_TABLE = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _session_fk() -> ForeignKey:
+    return ForeignKey("sessions.id", ondelete="CASCADE")
+
+
+class SessionRow(Base):
+    """One agent session: its identity, log counters, prompt, summary and idle clock."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        UniqueConstraint("namespace", "agent_id", "session_id"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    agent_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    session_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    system_prompt: Mapped[str | None] = mapped_column(medium_text())
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    message_count: Mapped[int] = mapped_column(BigInteger)
+    token_total: Mapped[int] = mapped_column(BigInteger)
+    window_start_seq: Mapped[int] = mapped_column(BigInteger)
+    summary_text: Mapped[str | None] = mapped_column(medium_text())
+    summary_through_seq: Mapped[int | None] = mapped_column(BigInteger)
+    summary_tokens: Mapped[int | None] = mapped_column(Integer)
+    summary_created_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_accessed: Mapped[datetime] = mapped_column(UtcDateTime())
+    ttl_seconds: Mapped[int] = mapped_column(Integer)
+    #: last_accessed + ttl_seconds, kept on every touch so finding idle sessions is an
+    #: index range scan.
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class MessageRow(Base):
+    """One message of a session's log; ``cumulative_tokens`` makes the window one query."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        # Idempotent appends: a replayed turn finds its messages here.
+        UniqueConstraint("session_pk", "turn_id", "idx"),
+        # Every message costs >= 3 tokens, so cumulative_tokens strictly increases with seq
+        # and the window boundary is a seek on this index.
+        Index(None, "session_pk", "cumulative_tokens"),
+        _MYSQL_TABLE,
+    )
+
+    session_pk: Mapped[int] = mapped_column(big_pk(), _session_fk(), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    turn_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    idx: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(medium_text())
+    name: Mapped[str | None] = mapped_column(String(256))
+    tool_calls: Mapped[str | None] = mapped_column(medium_text())
+    tool_call_id: Mapped[str | None] = mapped_column(String(256))
+    metadata_json: Mapped[str | None] = mapped_column(medium_text())
+    tokens: Mapped[int] = mapped_column(Integer)
+    cumulative_tokens: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class HintRow(Base):
+    """A standing instruction injected after the summary."""
+
+    __tablename__ = "hints"
+    # AUTOINCREMENT on SQLite so a removed hint's id is never handed out again.
+    __table_args__ = ({"sqlite_autoincrement": True, **_MYSQL_TABLE},)
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    session_pk: Mapped[int] = mapped_column(big_pk(), _session_fk(), index=True)
+    text: Mapped[str] = mapped_column(medium_text())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class KVEntryRow(Base):
+    """A key of a bucket, owned by a namespace (owner '') or a session ('agent/session')."""
+
+    __tablename__ = "kv_entries"
+    __table_args__ = (
+        UniqueConstraint("namespace", "owner", "bucket", "key"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    owner: Mapped[str] = mapped_column(ascii_id(OWNER_LENGTH))
+    bucket: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    key: Mapped[str] = mapped_column(ascii_id(MAX_KEY_LENGTH))
+    #: 'json' (value is UTF-8 JSON text) or 'bytes' (value is raw).
+    kind: Mapped[str] = mapped_column(String(8))
+    value: Mapped[bytes] = mapped_column(medium_blob())
+    revision: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), index=True)
+
+
+class ScopedStateRow(Base):
+    """One JSON document per (namespace, task_id, agent_id)."""
+
+    __tablename__ = "scoped_states"
+    __table_args__ = (
+        UniqueConstraint("namespace", "task_id", "agent_id"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    task_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    agent_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    document: Mapped[str] = mapped_column(long_text())
+    version: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class FlowCheckpointRow(Base):
+    """One checkpoint of a flow; every version is kept."""
+
+    __tablename__ = "flow_checkpoints"
+    __table_args__ = (
+        UniqueConstraint("session_pk", "flow_id", "version"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    session_pk: Mapped[int] = mapped_column(big_pk(), _session_fk())
+    flow_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    version: Mapped[int] = mapped_column(BigInteger)
+    step: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    data: Mapped[str] = mapped_column(long_text())
+    conversation_seq: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class OrchestrationRow(Base):
+    """AgentDock orchestration state; last access and TTL live on the session row."""
+
+    __tablename__ = "orchestration_states"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    session_pk: Mapped[int] = mapped_column(
+        big_pk(), _session_fk(), primary_key=True, autoincrement=False
+    )
+    active_step: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    #: JSON list of tool names, most recent last.
+    recently_used_tools: Mapped[str] = mapped_column(medium_text())
+    sequence_index: Mapped[int] = mapped_column(BigInteger)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+metadata = Base.metadata
+sessions = SessionRow.__table__
+messages = MessageRow.__table__
+hints = HintRow.__table__
+kv_entries = KVEntryRow.__table__
+scoped_states = ScopedStateRow.__table__
+flow_checkpoints = FlowCheckpointRow.__table__
+orchestration_states = OrchestrationRow.__table__
