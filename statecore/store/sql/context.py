@@ -1,0 +1,107 @@
+"""What the module objects of one SQL transaction share: the connection, the transaction's
+timestamp, the token counter, and the lookup of a session's header row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import Row, Select, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from statecore.errors import SessionNotFoundError, StatecoreError
+from statecore.models import SessionInfo, SessionRef
+from statecore.store.sql.schema import sessions
+from statecore.tokens import TokenCounter
+
+T = TypeVar("T")
+
+
+class SqlContext:
+    """One open transaction. Store functions run their statements here and never commit:
+    ``SqlStateStore.transaction()`` commits or rolls back the whole block."""
+
+    def __init__(
+        self,
+        conn: AsyncConnection,
+        now: datetime,
+        counter: TokenCounter,
+        default_ttl: int,
+    ) -> None:
+        self._conn = conn
+        self.now = now
+        self.counter = counter
+        self.default_ttl = default_ttl
+        self.open = True
+
+    @property
+    def conn(self) -> AsyncConnection:
+        if not self.open:
+            raise StatecoreError(
+                "this transaction has ended; its module objects are valid only inside their "
+                "'async with store.transaction()' block. Open a new transaction"
+            )
+        return self._conn
+
+    async def session_row(self, ref: SessionRef, *, lock: bool = False) -> Row[Any]:
+        """The session's header row; ``lock`` takes its row lock until commit (writers that
+        update the session's counters serialise here). SessionNotFoundError if absent."""
+        row = (await self.conn.execute(select_session(ref, lock=lock))).first()
+        if row is None:
+            raise SessionNotFoundError(
+                f"session {ref} does not exist; call sessions.ensure(ref) first",
+                session=str(ref),
+            )
+        return row
+
+    async def insert_unless_duplicate(self, statement: Any) -> bool:
+        """Run an INSERT in a savepoint; False (and nothing written) if it hit a unique key.
+
+        The savepoint keeps the transaction usable after the violation, which PostgreSQL
+        would otherwise abort."""
+        try:
+            async with self.conn.begin_nested():
+                await self.conn.execute(statement)
+        except IntegrityError:
+            return False
+        return True
+
+
+def select_session(ref: SessionRef, *, lock: bool = False) -> Select[Any]:
+    statement = select(sessions).where(
+        sessions.c.namespace == ref.namespace,
+        sessions.c.agent_id == ref.agent_id,
+        sessions.c.session_id == ref.session_id,
+    )
+    # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
+    return statement.with_for_update() if lock else statement
+
+
+def chunked(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
+    """``items`` in slices small enough for one statement's bind parameters (PostgreSQL
+    and SQLite cap them at 32,767)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def expiry(last_accessed: datetime, ttl_seconds: int) -> datetime:
+    return last_accessed + timedelta(seconds=ttl_seconds)
+
+
+def session_info(row: Row[Any], ref: SessionRef | None = None) -> SessionInfo:
+    """A SessionInfo from a ``sessions`` row."""
+    if ref is None:
+        ref = SessionRef(namespace=row.namespace, agent_id=row.agent_id, session_id=row.session_id)
+    return SessionInfo(
+        ref=ref,
+        system_prompt=row.system_prompt,
+        last_seq=row.last_seq,
+        message_count=row.message_count,
+        token_total=row.token_total,
+        window_start_seq=row.window_start_seq,
+        created_at=row.created_at,
+        last_accessed=row.last_accessed,
+        ttl_seconds=row.ttl_seconds,
+    )

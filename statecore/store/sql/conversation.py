@@ -1,0 +1,241 @@
+"""The message log of a session in SQL: appends that cost the same at any log length, and a
+token window found with one indexed query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select, update
+
+from statecore.errors import AlreadyExistsError, InvalidLimitError
+from statecore.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
+from statecore.models import Message as NewMessage
+from statecore.store.base import ConversationStore
+from statecore.store.inputs import (
+    MAX_TURN_MESSAGES,
+    check_int,
+    check_messages,
+    check_page_limit,
+    check_ref,
+    check_token_budget,
+)
+from statecore.store.sql.context import SqlContext
+from statecore.store.sql.conversation_extras import ConversationExtras, checked_restore_extras
+from statecore.store.sql.message_rows import checked_log, stored_columns, stored_message
+from statecore.store.sql.schema import hints as hint_table
+from statecore.store.sql.schema import messages as message_table
+from statecore.store.sql.schema import sessions
+
+
+class SqlConversationStore(ConversationExtras, ConversationStore):
+    """Log operations here; system prompt, hints and summary in ConversationExtras."""
+
+    def __init__(self, ctx: SqlContext) -> None:
+        self._ctx = ctx
+
+    async def append(
+        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        validate_identifier(turn_id, "turn_id")
+        check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
+        checked = check_messages(messages)
+        if start_index + len(checked) > MAX_TURN_MESSAGES:
+            raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+        ctx = self._ctx
+        # The session row lock serialises appends, so seq and the running totals are read
+        # and advanced here without scanning the log.
+        session = await ctx.session_row(ref, lock=True)
+        if not checked:
+            return []
+        stop_index = start_index + len(checked) - 1
+        already = {
+            row.idx: row
+            for row in await ctx.conn.execute(
+                select(message_table).where(
+                    message_table.c.session_pk == session.id,
+                    message_table.c.turn_id == turn_id,
+                    message_table.c.idx.between(start_index, stop_index),
+                )
+            )
+        }
+        seq, total, new_rows = session.last_seq, session.token_total, []
+        result: list[StoredMessage] = []
+        for offset, message in enumerate(checked):
+            index = start_index + offset
+            if index in already:
+                result.append(stored_message(already[index]))
+                continue
+            tokens = ctx.counter.count_message(message)
+            seq, total = seq + 1, total + tokens
+            columns = stored_columns(
+                session.id,
+                message,
+                seq=seq,
+                turn_id=turn_id,
+                index=index,
+                tokens=tokens,
+                cumulative_tokens=total,
+                created_at=ctx.now,
+            )
+            new_rows.append(columns)
+            result.append(stored_message(columns))
+        if new_rows:
+            await ctx.conn.execute(insert(message_table), new_rows)
+            await ctx.conn.execute(
+                update(sessions)
+                .where(sessions.c.id == session.id)
+                .values(
+                    last_seq=seq,
+                    message_count=session.message_count + len(new_rows),
+                    token_total=total,
+                )
+            )
+        return result
+
+    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
+        check_ref(ref)
+        validate_identifier(turn_id, "turn_id")
+        session = await self._ctx.session_row(ref)
+        rows = await self._ctx.conn.execute(
+            select(message_table)
+            .where(message_table.c.session_pk == session.id, message_table.c.turn_id == turn_id)
+            .order_by(message_table.c.idx)
+        )
+        return [stored_message(row) for row in rows]
+
+    async def messages(
+        self,
+        ref: SessionRef,
+        *,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        if from_seq is not None:
+            check_int(from_seq, "from_seq")
+        if to_seq is not None:
+            check_int(to_seq, "to_seq")
+        if limit is not None:
+            check_page_limit(limit)
+        session = await self._ctx.session_row(ref)
+        statement = select(message_table).where(message_table.c.session_pk == session.id)
+        if from_seq is not None:
+            statement = statement.where(message_table.c.seq >= from_seq)
+        if to_seq is not None:
+            statement = statement.where(message_table.c.seq <= to_seq)
+        statement = statement.order_by(message_table.c.seq)
+        if limit is not None:
+            statement = statement.limit(limit)
+        return [stored_message(row) for row in await self._ctx.conn.execute(statement)]
+
+    async def tail(
+        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    ) -> list[StoredMessage]:
+        check_ref(ref)
+        if max_tokens is not None:
+            check_token_budget(max_tokens)
+        if max_messages is not None:
+            check_page_limit(max_messages, "max_messages")
+        session = await self._ctx.session_row(ref)
+        if session.last_seq == 0:
+            return []
+        first_seq = session.window_start_seq
+        if max_messages is not None:
+            first_seq = max(first_seq, session.last_seq - max_messages + 1)
+        c = message_table.c
+        statement = select(message_table).where(c.session_pk == session.id, c.seq >= first_seq)
+        if max_tokens is not None and session.token_total > max_tokens:
+            # Message m fits when the tokens from m to the end, token_total minus the running
+            # total before m, are within budget: the running total before m must reach
+            # token_total - max_tokens. The first message whose running total reaches that
+            # threshold is the last one left out: a seek on (session_pk, cumulative_tokens).
+            threshold = session.token_total - max_tokens
+            boundary = (
+                select(c.seq)
+                .where(c.session_pk == session.id, c.cumulative_tokens >= threshold)
+                .order_by(c.cumulative_tokens)
+                .limit(1)
+                .scalar_subquery()
+            )
+            statement = statement.where(c.seq > boundary)
+        rows = await self._ctx.conn.execute(statement.order_by(c.seq))
+        return [stored_message(row) for row in rows]
+
+    async def clear(self, ref: SessionRef) -> int:
+        check_ref(ref)
+        conn = self._ctx.conn
+        session = await self._ctx.session_row(ref, lock=True)
+        removed = await conn.execute(
+            delete(message_table).where(message_table.c.session_pk == session.id)
+        )
+        await conn.execute(delete(hint_table).where(hint_table.c.session_pk == session.id))
+        await conn.execute(update(sessions).where(sessions.c.id == session.id).values(**_EMPTY_LOG))
+        return removed.rowcount
+
+    async def restore(
+        self,
+        ref: SessionRef,
+        messages: Sequence[StoredMessage],
+        *,
+        hints: Sequence[Hint] = (),
+        summary: Summary | None = None,
+        system_prompt: str | None = None,
+        window_start_seq: int = 1,
+    ) -> None:
+        check_ref(ref)
+        log = checked_log(messages)
+        last_seq = log[-1].seq if log else 0
+        extras = checked_restore_extras(hints, summary, system_prompt, last_seq)
+        check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
+        session = await self._ctx.session_row(ref, lock=True)
+        if session.message_count:
+            raise AlreadyExistsError(
+                f"session {ref} already has {session.message_count} messages; restore needs "
+                "an empty log (clear it or import into a new session)"
+            )
+        await self._write_log(session, log)
+        await self._write_restored_extras(session, extras)
+        await self._ctx.conn.execute(
+            update(sessions)
+            .where(sessions.c.id == session.id)
+            .values(
+                last_seq=last_seq,
+                message_count=len(log),
+                token_total=log[-1].cumulative_tokens if log else 0,
+                window_start_seq=window_start_seq,
+            )
+        )
+
+    async def _write_log(self, session: Row[Any], log: list[StoredMessage]) -> None:
+        if not log:
+            return
+        rows = [
+            stored_columns(
+                session.id,
+                m,
+                seq=m.seq,
+                turn_id=m.turn_id,
+                index=m.index,
+                tokens=m.tokens,
+                cumulative_tokens=m.cumulative_tokens,
+                created_at=m.created_at,
+            )
+            for m in log
+        ]
+        await self._ctx.conn.execute(insert(message_table), rows)
+
+
+_EMPTY_LOG = {
+    "system_prompt": None,
+    "last_seq": 0,
+    "message_count": 0,
+    "token_total": 0,
+    "window_start_seq": 1,
+    "summary_text": None,
+    "summary_through_seq": None,
+    "summary_tokens": None,
+    "summary_created_at": None,
+}

@@ -1,0 +1,167 @@
+"""The parts of a conversation around the log: system prompt, hints, summary, window start."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select, update
+
+from statecore.errors import InvalidLimitError
+from statecore.models import Hint, SessionRef, Summary, validate_text
+from statecore.store.inputs import check_aware, check_int, check_ref, revalidate
+from statecore.store.sql.context import SqlContext
+from statecore.store.sql.schema import hints as hint_table
+from statecore.store.sql.schema import sessions
+
+
+@dataclass(frozen=True)
+class RestoreExtras:
+    hints: list[Hint]
+    summary: Summary | None
+    system_prompt: str | None
+
+
+def checked_restore_extras(
+    restored_hints: Sequence[Hint],
+    summary: Summary | None,
+    system_prompt: str | None,
+    last_seq: int,
+) -> RestoreExtras:
+    """Validate what ``restore`` writes besides the log."""
+    checked_hints = [revalidate(Hint, h, "hint") for h in restored_hints]
+    for hint in checked_hints:
+        validate_text(hint.text, "hint", allow_empty=False)
+        check_aware(hint.created_at, "hint created_at")
+    if summary is not None:
+        summary = revalidate(Summary, summary, "summary")
+        validate_text(summary.text, "summary", allow_empty=False)
+        check_aware(summary.created_at, "summary created_at")
+        if summary.through_seq > last_seq:
+            raise InvalidLimitError("summary.through_seq is past the last restored message")
+    if system_prompt is not None:
+        validate_text(system_prompt, "system prompt", allow_empty=False)
+    return RestoreExtras(checked_hints, summary, system_prompt)
+
+
+def _summary_of(row: Row[Any]) -> Summary | None:
+    if row.summary_text is None:
+        return None
+    return Summary(
+        text=row.summary_text,
+        through_seq=row.summary_through_seq,
+        tokens=row.summary_tokens,
+        created_at=row.summary_created_at,
+    )
+
+
+def _summary_columns(summary: Summary | None) -> dict[str, Any]:
+    return {
+        "summary_text": summary.text if summary else None,
+        "summary_through_seq": summary.through_seq if summary else None,
+        "summary_tokens": summary.tokens if summary else None,
+        "summary_created_at": summary.created_at if summary else None,
+    }
+
+
+class ConversationExtras:
+    """Mixed into SqlConversationStore."""
+
+    _ctx: SqlContext
+
+    async def _update_session(self, session_pk: int, **values: Any) -> None:
+        await self._ctx.conn.execute(
+            update(sessions).where(sessions.c.id == session_pk).values(**values)
+        )
+
+    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
+        check_ref(ref)
+        if text is not None:
+            validate_text(text, "system prompt", allow_empty=False)
+        session = await self._ctx.session_row(ref, lock=True)
+        await self._update_session(session.id, system_prompt=text)
+
+    async def add_hint(self, ref: SessionRef, text: str) -> Hint:
+        check_ref(ref)
+        validate_text(text, "hint", allow_empty=False)
+        session = await self._ctx.session_row(ref)
+        now = self._ctx.now
+        result = await self._ctx.conn.execute(
+            insert(hint_table).values(session_pk=session.id, text=text, created_at=now)
+        )
+        return Hint(id=result.inserted_primary_key[0], text=text, created_at=now)
+
+    async def hints(self, ref: SessionRef) -> list[Hint]:
+        check_ref(ref)
+        session = await self._ctx.session_row(ref)
+        rows = await self._ctx.conn.execute(
+            select(hint_table.c.id, hint_table.c.text, hint_table.c.created_at)
+            .where(hint_table.c.session_pk == session.id)
+            .order_by(hint_table.c.id)
+        )
+        return [Hint(id=r.id, text=r.text, created_at=r.created_at) for r in rows]
+
+    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
+        check_ref(ref)
+        check_int(hint_id, "hint_id")
+        session = await self._ctx.session_row(ref)
+        removed = await self._ctx.conn.execute(
+            delete(hint_table).where(
+                hint_table.c.id == hint_id, hint_table.c.session_pk == session.id
+            )
+        )
+        return removed.rowcount > 0
+
+    async def summary(self, ref: SessionRef) -> Summary | None:
+        check_ref(ref)
+        return _summary_of(await self._ctx.session_row(ref))
+
+    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
+        check_ref(ref)
+        validate_text(text, "summary", allow_empty=False)
+        check_int(through_seq, "through_seq")
+        session = await self._ctx.session_row(ref, lock=True)
+        if through_seq > session.last_seq:
+            raise InvalidLimitError(
+                f"through_seq {through_seq} is past the last message (seq {session.last_seq})"
+            )
+        summary = Summary(
+            text=text,
+            through_seq=through_seq,
+            tokens=self._ctx.counter.count_text(text),
+            created_at=self._ctx.now,
+        )
+        await self._update_session(session.id, **_summary_columns(summary))
+        return summary
+
+    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
+        check_ref(ref)
+        check_int(seq, "seq", minimum=1)
+        session = await self._ctx.session_row(ref, lock=True)
+        if not session.window_start_seq <= seq <= session.last_seq + 1:
+            raise InvalidLimitError(
+                f"window start {seq} must be between the current start "
+                f"{session.window_start_seq} and last_seq + 1 ({session.last_seq + 1}); it only "
+                "moves forward",
+                seq=seq,
+            )
+        await self._update_session(session.id, window_start_seq=seq)
+
+    async def _write_restored_extras(self, session: Row[Any], extras: RestoreExtras) -> None:
+        if extras.hints:
+            # Hint ids are the store's own (autoincrement); text and time are kept.
+            await self._ctx.conn.execute(
+                insert(hint_table),
+                [
+                    {
+                        "session_pk": session.id,
+                        "text": h.text,
+                        "created_at": check_aware(h.created_at),
+                    }
+                    for h in extras.hints
+                ],
+            )
+        await self._update_session(
+            session.id, system_prompt=extras.system_prompt, **_summary_columns(extras.summary)
+        )
