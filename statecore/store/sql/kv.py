@@ -1,0 +1,321 @@
+"""Athyr-style KV buckets in SQL: a revision per write, compare-and-set, per-key TTL.
+
+An expired row stays until ``sweep_expired`` deletes it, but every read filters it out and
+every write treats it as absent, so expiry is exact without a sweeper running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, tuple_, update
+
+from statecore.errors import InvalidInputError, RevisionConflictError
+from statecore.models import (
+    KeyPage,
+    KVEntry,
+    KVScope,
+    validate_identifier,
+    validate_key,
+    validate_prefix,
+)
+from statecore.store.base import KVStore
+from statecore.store.inputs import (
+    check_aware,
+    check_int,
+    check_page_limit,
+    check_scope,
+    check_ttl_seconds,
+    decode_json,
+    encode_kv_value,
+    revalidate,
+)
+from statecore.store.sql.context import SqlContext, chunked
+from statecore.store.sql.schema import kv_entries
+
+c = kv_entries.c
+
+
+def _payload(encoded: bytes | str) -> bytes:
+    # JSON is stored as its UTF-8 text, so both kinds share one binary column.
+    return encoded.encode("utf-8") if isinstance(encoded, str) else encoded
+
+
+def _entry(row: Any) -> KVEntry:
+    value = bytes(row.value) if row.kind == "bytes" else decode_json(bytes(row.value).decode())
+    return KVEntry(
+        bucket=row.bucket,
+        key=row.key,
+        kind=row.kind,
+        value=value,
+        revision=row.revision,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        expires_at=row.expires_at,
+    )
+
+
+def _prefix_range(column: Any, prefix: str) -> ColumnElement[bool]:
+    """``column`` starts with ``prefix``, matched literally as a range on the index: the
+    identifier columns compare byte by byte, and the key alphabet is ASCII below 0x7f, so
+    every string with the prefix sorts in [prefix, prefix with its last character + 1)."""
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return and_(column >= prefix, column < upper)
+
+
+def _conflict(bucket: str, key: str, current: int, expected: int) -> RevisionConflictError:
+    return RevisionConflictError(
+        f"{bucket}/{key} is at revision {current}, not {expected}; read it again and retry",
+        current=current,
+        expected=expected,
+    )
+
+
+class SqlKVStore(KVStore):
+    def __init__(self, ctx: SqlContext) -> None:
+        self._ctx = ctx
+
+    def _live(self) -> ColumnElement[bool]:
+        return or_(c.expires_at.is_(None), c.expires_at > self._ctx.now)
+
+    @staticmethod
+    def _in_scope(scope: KVScope) -> ColumnElement[bool]:
+        return and_(c.namespace == scope.namespace, c.owner == scope.owner)
+
+    def _the_key(self, scope: KVScope, bucket: str, key: str) -> ColumnElement[bool]:
+        return and_(self._in_scope(scope), c.bucket == bucket, c.key == key)
+
+    async def _live_revision(self, scope: KVScope, bucket: str, key: str) -> int:
+        found = await self._ctx.conn.scalar(
+            select(c.revision).where(self._the_key(scope, bucket, key), self._live())
+        )
+        return found or 0
+
+    async def put(
+        self,
+        scope: KVScope,
+        bucket: str,
+        key: str,
+        value: Any,
+        *,
+        expected_revision: int | None = None,
+        ttl_seconds: float | None = None,
+    ) -> int:
+        check_scope(scope)
+        validate_identifier(bucket, "bucket")
+        validate_key(key)
+        kind, encoded = encode_kv_value(value)
+        if expected_revision is not None:
+            check_int(expected_revision, "expected_revision")
+        if ttl_seconds is not None:
+            ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
+        now = self._ctx.now
+        columns = {
+            "kind": kind,
+            "value": _payload(encoded),
+            "updated_at": now,
+            "expires_at": None if ttl_seconds is None else now + timedelta(seconds=ttl_seconds),
+        }
+        if expected_revision is None:
+            return await self._put_unconditionally(scope, bucket, key, columns)
+        if expected_revision == 0:
+            # An expired row counts as absent: clear it so the insert below can take the key.
+            await self._ctx.conn.execute(
+                delete(kv_entries).where(self._the_key(scope, bucket, key), ~self._live())
+            )
+            if not await self._insert(scope, bucket, key, columns):
+                current = await self._live_revision(scope, bucket, key)
+                raise _conflict(bucket, key, current, 0)
+            return 1
+        changed = await self._ctx.conn.execute(
+            update(kv_entries)
+            .where(
+                self._the_key(scope, bucket, key),
+                c.revision == expected_revision,
+                self._live(),
+            )
+            .values(revision=expected_revision + 1, **columns)
+        )
+        if changed.rowcount != 1:
+            current = await self._live_revision(scope, bucket, key)
+            raise _conflict(bucket, key, current, expected_revision)
+        return expected_revision + 1
+
+    async def _insert(self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]) -> bool:
+        return await self._ctx.insert_unless_duplicate(
+            insert(kv_entries).values(
+                namespace=scope.namespace,
+                owner=scope.owner,
+                bucket=bucket,
+                key=key,
+                revision=1,
+                created_at=self._ctx.now,
+                **columns,
+            )
+        )
+
+    async def _put_unconditionally(
+        self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
+    ) -> int:
+        conn = self._ctx.conn
+        # At most two rounds: a concurrent writer can create the key between our read and
+        # our insert only once, after which the row exists and is locked by our read.
+        for _ in range(2):
+            row = (
+                await conn.execute(
+                    select(c.id, c.revision, c.expires_at)
+                    .where(self._the_key(scope, bucket, key))
+                    .with_for_update()
+                )
+            ).first()
+            if row is None:
+                if await self._insert(scope, bucket, key, columns):
+                    return 1
+                continue
+            expired = row.expires_at is not None and row.expires_at <= self._ctx.now
+            revision = 1 if expired else row.revision + 1
+            extra = {"created_at": self._ctx.now} if expired else {}
+            await conn.execute(
+                update(kv_entries)
+                .where(c.id == row.id)
+                .values(revision=revision, **extra, **columns)
+            )
+            return revision
+        raise RevisionConflictError(
+            f"{bucket}/{key} was created and deleted concurrently; retry the write"
+        )
+
+    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
+        check_scope(scope)
+        validate_identifier(bucket, "bucket")
+        validate_key(key)
+        row = (
+            await self._ctx.conn.execute(
+                select(kv_entries).where(self._the_key(scope, bucket, key), self._live())
+            )
+        ).first()
+        return None if row is None else _entry(row)
+
+    async def delete(
+        self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
+    ) -> bool:
+        check_scope(scope)
+        validate_identifier(bucket, "bucket")
+        validate_key(key)
+        statement = delete(kv_entries).where(self._the_key(scope, bucket, key), self._live())
+        if expected_revision is None:
+            return (await self._ctx.conn.execute(statement)).rowcount > 0
+        check_int(expected_revision, "expected_revision")
+        if expected_revision == 0:
+            current = await self._live_revision(scope, bucket, key)
+            if current != 0:
+                raise _conflict(bucket, key, current, 0)
+            return False
+        removed = await self._ctx.conn.execute(statement.where(c.revision == expected_revision))
+        if removed.rowcount != 1:
+            current = await self._live_revision(scope, bucket, key)
+            raise _conflict(bucket, key, current, expected_revision)
+        return True
+
+    async def list_keys(
+        self,
+        scope: KVScope,
+        bucket: str,
+        prefix: str = "",
+        *,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> KeyPage:
+        check_scope(scope)
+        validate_identifier(bucket, "bucket")
+        validate_prefix(prefix)
+        check_page_limit(limit)
+        statement = select(c.key).where(self._in_scope(scope), c.bucket == bucket, self._live())
+        if prefix:
+            statement = statement.where(_prefix_range(c.key, prefix))
+        if after is not None:
+            validate_key(after)
+            statement = statement.where(c.key > after)
+        # One extra row tells whether another page follows.
+        keys = list(
+            (await self._ctx.conn.execute(statement.order_by(c.key).limit(limit + 1))).scalars()
+        )
+        page = keys[:limit]
+        return KeyPage(keys=page, next_after=page[-1] if len(keys) > limit else None)
+
+    async def buckets(self, scope: KVScope) -> list[str]:
+        check_scope(scope)
+        found = await self._ctx.conn.execute(
+            select(c.bucket)
+            .distinct()
+            .where(self._in_scope(scope), self._live())
+            .order_by(c.bucket)
+        )
+        return list(found.scalars())
+
+    async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        check_scope(scope)
+        validate_prefix(bucket_prefix)
+        statement = select(func.count()).select_from(kv_entries)
+        statement = statement.where(self._in_scope(scope), self._live())
+        if bucket_prefix:
+            statement = statement.where(_prefix_range(c.bucket, bucket_prefix))
+        return int(await self._ctx.conn.scalar(statement) or 0)
+
+    async def entries(self, scope: KVScope) -> list[KVEntry]:
+        check_scope(scope)
+        rows = await self._ctx.conn.execute(
+            select(kv_entries).where(self._in_scope(scope), self._live()).order_by(c.bucket, c.key)
+        )
+        return [_entry(row) for row in rows]
+
+    async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
+        check_scope(scope)
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for item in entries:
+            entry = revalidate(KVEntry, item, "KV entry")
+            validate_identifier(entry.bucket, "bucket")
+            validate_key(entry.key)
+            kind, encoded = encode_kv_value(entry.value)
+            if kind != entry.kind:
+                raise InvalidInputError(
+                    f"KV entry {entry.bucket}/{entry.key} says kind {entry.kind!r} but its "
+                    "value is not of that kind"
+                )
+            expires = entry.expires_at
+            # A key given twice keeps its last entry, like repeated puts.
+            rows[(entry.bucket, entry.key)] = {
+                "namespace": scope.namespace,
+                "owner": scope.owner,
+                "bucket": entry.bucket,
+                "key": entry.key,
+                "kind": kind,
+                "value": _payload(encoded),
+                "revision": entry.revision,
+                "created_at": check_aware(entry.created_at, "created_at"),
+                "updated_at": check_aware(entry.updated_at, "updated_at"),
+                "expires_at": None if expires is None else check_aware(expires, "expires_at"),
+            }
+        for chunk in chunked(list(rows)):
+            await self._ctx.conn.execute(
+                delete(kv_entries).where(self._in_scope(scope), tuple_(c.bucket, c.key).in_(chunk))
+            )
+        if rows:
+            await self._ctx.conn.execute(insert(kv_entries), list(rows.values()))
+
+    async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        check_scope(scope)
+        validate_prefix(bucket_prefix)
+        statement = delete(kv_entries).where(self._in_scope(scope))
+        if bucket_prefix:
+            statement = statement.where(_prefix_range(c.bucket, bucket_prefix))
+        return (await self._ctx.conn.execute(statement)).rowcount
+
+    async def sweep_expired(self, now: datetime) -> int:
+        now = check_aware(now, "now")
+        removed = await self._ctx.conn.execute(
+            delete(kv_entries).where(c.expires_at.is_not(None), c.expires_at <= now)
+        )
+        return removed.rowcount

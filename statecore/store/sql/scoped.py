@@ -1,0 +1,164 @@
+"""Agentex scoped state in SQL: one versioned JSON document per (namespace, task_id, agent_id).
+
+The document is serialised and measured before any statement runs, so a document over the
+16 MB limit raises StateTooLargeError with nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import and_, delete, insert, select, tuple_, update
+
+from statecore.errors import AlreadyExistsError, NotFoundError, VersionConflictError
+from statecore.models import ScopedState, validate_identifier
+from statecore.store.base import ScopedStateStore
+from statecore.store.inputs import check_aware, check_int, decode_json, encode_state, revalidate
+from statecore.store.sql.context import SqlContext, chunked
+from statecore.store.sql.schema import scoped_states
+
+c = scoped_states.c
+
+
+def _checked_scope(namespace: str, task_id: str, agent_id: str) -> tuple[str, str, str]:
+    validate_identifier(namespace, "namespace")
+    validate_identifier(task_id, "task_id")
+    validate_identifier(agent_id, "agent_id")
+    return namespace, task_id, agent_id
+
+
+def _the_scope(namespace: str, task_id: str, agent_id: str) -> Any:
+    return and_(c.namespace == namespace, c.task_id == task_id, c.agent_id == agent_id)
+
+
+def _out(values: Mapping[str, Any]) -> ScopedState:
+    """A ScopedState from a row's mapping or from the values just written (no re-read)."""
+    return ScopedState(
+        namespace=values["namespace"],
+        task_id=values["task_id"],
+        agent_id=values["agent_id"],
+        state=decode_json(values["document"]),
+        version=values["version"],
+        created_at=values["created_at"],
+        updated_at=values["updated_at"],
+    )
+
+
+class SqlScopedStateStore(ScopedStateStore):
+    def __init__(self, ctx: SqlContext) -> None:
+        self._ctx = ctx
+
+    async def create(
+        self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
+    ) -> ScopedState:
+        _checked_scope(namespace, task_id, agent_id)
+        document = encode_state(state)
+        now = self._ctx.now
+        values = {
+            "namespace": namespace,
+            "task_id": task_id,
+            "agent_id": agent_id,
+            "document": document,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if not await self._ctx.insert_unless_duplicate(insert(scoped_states).values(values)):
+            raise AlreadyExistsError(
+                f"task {task_id} / agent {agent_id} already has state; update it instead",
+                task_id=task_id,
+                agent_id=agent_id,
+            )
+        return _out(values)
+
+    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
+        _checked_scope(namespace, task_id, agent_id)
+        row = (
+            await self._ctx.conn.execute(
+                select(scoped_states).where(_the_scope(namespace, task_id, agent_id))
+            )
+        ).first()
+        return None if row is None else _out(row._mapping)
+
+    async def update(
+        self,
+        namespace: str,
+        task_id: str,
+        agent_id: str,
+        state: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> ScopedState:
+        _checked_scope(namespace, task_id, agent_id)
+        document = encode_state(state)
+        if expected_version is not None:
+            check_int(expected_version, "expected_version", minimum=1)
+        conn = self._ctx.conn
+        current = (
+            await conn.execute(
+                select(c.id, c.version, c.created_at)
+                .where(_the_scope(namespace, task_id, agent_id))
+                .with_for_update()
+            )
+        ).first()
+        if current is None:
+            raise NotFoundError(
+                f"task {task_id} / agent {agent_id} has no state; create it first",
+                task_id=task_id,
+                agent_id=agent_id,
+            )
+        if expected_version is not None and expected_version != current.version:
+            raise VersionConflictError(
+                f"state of task {task_id} / agent {agent_id} is at version {current.version}, "
+                f"not {expected_version}; read it again and reapply the change",
+                current=current.version,
+                expected=expected_version,
+            )
+        values = {
+            "document": document,
+            "version": current.version + 1,
+            "updated_at": self._ctx.now,
+        }
+        await conn.execute(update(scoped_states).where(c.id == current.id).values(values))
+        scope = {"namespace": namespace, "task_id": task_id, "agent_id": agent_id}
+        return _out({**scope, "created_at": current.created_at, **values})
+
+    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
+        _checked_scope(namespace, task_id, agent_id)
+        removed = await self._ctx.conn.execute(
+            delete(scoped_states).where(_the_scope(namespace, task_id, agent_id))
+        )
+        return removed.rowcount > 0
+
+    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]:
+        validate_identifier(namespace, "namespace")
+        statement = select(scoped_states).where(c.namespace == namespace)
+        if task_id is not None:
+            validate_identifier(task_id, "task_id")
+            statement = statement.where(c.task_id == task_id)
+        rows = await self._ctx.conn.execute(statement.order_by(c.task_id, c.agent_id))
+        return [_out(row._mapping) for row in rows]
+
+    async def restore(self, states: Sequence[ScopedState]) -> None:
+        rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for item in states:
+            state = revalidate(ScopedState, item, "scoped state")
+            scope = _checked_scope(state.namespace, state.task_id, state.agent_id)
+            # A scope given twice keeps its last document.
+            rows[scope] = {
+                "namespace": state.namespace,
+                "task_id": state.task_id,
+                "agent_id": state.agent_id,
+                "document": encode_state(state.state),
+                "version": state.version,
+                "created_at": check_aware(state.created_at, "created_at"),
+                "updated_at": check_aware(state.updated_at, "updated_at"),
+            }
+        for chunk in chunked(list(rows)):
+            await self._ctx.conn.execute(
+                delete(scoped_states).where(tuple_(c.namespace, c.task_id, c.agent_id).in_(chunk))
+            )
+        for document in rows.values():
+            # One row per statement: documents can be up to 16 MB each.
+            await self._ctx.conn.execute(insert(scoped_states).values(document))
