@@ -1,0 +1,154 @@
+"""SqlStateStore: the storage contract on SQLite, PostgreSQL and MariaDB/MySQL."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from statecore.errors import ConflictError, StatecoreError
+from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.store.base import Clock, StateStore, StoreTransaction
+from statecore.store.inputs import check_aware, check_ttl_seconds
+from statecore.store.sql.context import SqlContext
+from statecore.store.sql.conversation import SqlConversationStore
+from statecore.store.sql.engine import create_store_engine, dialect_name, is_sqlite_memory
+from statecore.store.sql.flow import SqlFlowStore
+from statecore.store.sql.kv import SqlKVStore
+from statecore.store.sql.orchestration import SqlOrchestrationStore
+from statecore.store.sql.revision import require_head
+from statecore.store.sql.scoped import SqlScopedStateStore
+from statecore.store.sql.sessions import SqlSessionStore
+from statecore.tokens import TokenCounter
+
+# Stores with a transaction open in the current task. A nested transaction() would take a
+# second connection and, on SQLite, wait for the write lock its own caller holds.
+_open_in_task: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "statecore_sql_open_transactions", default=frozenset()
+)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqlTransaction(StoreTransaction):
+    """The modules bound to one SQL transaction (one connection)."""
+
+    def __init__(self, ctx: SqlContext) -> None:
+        self._ctx = ctx
+        self.sessions = SqlSessionStore(ctx)
+        self.conversation = SqlConversationStore(ctx)
+        self.kv = SqlKVStore(ctx)
+        self.state = SqlScopedStateStore(ctx)
+        self.flow = SqlFlowStore(ctx)
+        self.orchestration = SqlOrchestrationStore(ctx)
+
+    @property
+    def now(self) -> datetime:
+        return self._ctx.now
+
+
+class SqlStateStore(StateStore):
+    """The storage contract on SQL through SQLAlchemy's async engine.
+
+    Create it with ``await SqlStateStore.connect(url)``; the database must be migrated first
+    (``statecore db upgrade`` or ``statecore.store.migrate.upgrade_database``)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        token_counter: TokenCounter | None = None,
+        clock: Clock | None = None,
+        default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+    ) -> None:
+        self.engine = engine
+        self.dialect = dialect_name(engine.url)
+        self._counter = token_counter if token_counter is not None else TokenCounter()
+        self._clock: Clock = clock if clock is not None else utc_now
+        self._default_ttl = int(check_ttl_seconds(default_ttl_seconds, "default_ttl_seconds"))
+        # An in-memory SQLite database lives on one shared connection: transactions on it
+        # must take turns or they would interleave on that connection.
+        self._turns = asyncio.Lock() if is_sqlite_memory(engine.url) else None
+        self._closed = False
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        token_counter: TokenCounter | None = None,
+        clock: Clock | None = None,
+        default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+        check_schema: bool = True,
+        **engine_kwargs: Any,
+    ) -> SqlStateStore:
+        """Open a store on ``url`` (``sqlite+aiosqlite://``, ``postgresql+asyncpg://``,
+        ``mysql+asyncmy://``). ``check_schema`` refuses a database that is not at the
+        migration head with MigrationError. ``engine_kwargs`` go to create_async_engine."""
+        check_ttl_seconds(default_ttl_seconds, "default_ttl_seconds")
+        engine = create_store_engine(url, **engine_kwargs)
+        try:
+            if check_schema:
+                await require_head(engine)
+            return cls(
+                engine,
+                token_counter=token_counter,
+                clock=clock,
+                default_ttl_seconds=default_ttl_seconds,
+            )
+        except BaseException:
+            await engine.dispose()
+            raise
+
+    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
+        """Open a transaction: ``async with store.transaction() as tx: ...``. It commits
+        when the block ends and rolls back when it raises."""
+        return self._transaction()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[StoreTransaction]:
+        if self._closed:
+            raise StatecoreError("this store is closed; open a new one")
+        if id(self) in _open_in_task.get():
+            raise StatecoreError(
+                "a transaction of this store is already open in this task; use the modules "
+                "of the open transaction instead of nesting transaction() blocks"
+            )
+        token = _open_in_task.set(_open_in_task.get() | {id(self)})
+        try:
+            async with self._taking_turns():
+                now = check_aware(self._clock(), "clock()")
+                async with self.engine.connect() as conn:
+                    try:
+                        async with conn.begin():
+                            ctx = SqlContext(conn, now, self._counter, self._default_ttl)
+                            try:
+                                yield SqlTransaction(ctx)
+                            finally:
+                                ctx.open = False
+                    except IntegrityError as exc:
+                        # Expected conflicts are translated where they happen; one reaching
+                        # here is a concurrent write the modules did not foresee.
+                        raise ConflictError(
+                            "a concurrent write conflicted with this transaction; nothing was "
+                            f"committed. Retry it ({exc.orig.__class__.__name__})"
+                        ) from exc
+        finally:
+            _open_in_task.reset(token)
+
+    def _taking_turns(self) -> AbstractAsyncContextManager[object]:
+        return self._turns if self._turns is not None else contextlib.nullcontext()
+
+    async def close(self) -> None:
+        """Release every pooled connection; the store cannot be used afterwards."""
+        self._closed = True
+        await self.engine.dispose()

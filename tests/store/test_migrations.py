@@ -1,0 +1,139 @@
+"""Alembic migrations: upgrade from empty on every dialect, and the migrated schema is exactly
+the one ``statecore.store.sql.schema`` declares."""
+
+from __future__ import annotations
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Integer, MetaData, inspect
+from sqlalchemy.engine import Connection
+
+from statecore.errors import MigrationError
+from statecore.store.migrate import (
+    HEAD_REVISION,
+    alembic_config,
+    current_revision,
+    script_head,
+    upgrade_database,
+)
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql.engine import create_store_engine
+from statecore.store.sql.schema import metadata
+from tests.dbs import fresh_database
+
+ALL = [
+    pytest.param("sqlite"),
+    pytest.param("postgresql", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mariadb),
+]
+TABLES = {
+    "sessions",
+    "messages",
+    "hints",
+    "kv_entries",
+    "scoped_states",
+    "flow_checkpoints",
+    "orchestration_states",
+}
+
+
+def test_head_constant_matches_the_shipped_scripts() -> None:
+    assert script_head() == HEAD_REVISION
+
+
+@pytest.mark.parametrize("dialect", ALL)
+async def test_upgrade_from_empty_reaches_head(dialect: str) -> None:
+    async with fresh_database(dialect, "mig") as url:
+        assert await current_revision(url) is None
+
+        assert await upgrade_database(url) == HEAD_REVISION
+        assert await current_revision(url) == HEAD_REVISION
+        engine = create_store_engine(url)
+        try:
+            async with engine.connect() as conn:
+                tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+        finally:
+            await engine.dispose()
+        assert tables >= TABLES
+
+        # Upgrading a database already at head changes nothing.
+        assert await upgrade_database(url) == HEAD_REVISION
+
+
+@pytest.mark.parametrize("dialect", ALL)
+async def test_downgrade_to_base_and_back(dialect: str) -> None:
+    async with fresh_database(dialect, "mig") as url:
+        await upgrade_database(url)
+        engine = create_store_engine(url)
+        try:
+            async with engine.begin() as conn:
+
+                def downgrade(sync_conn: Connection) -> None:
+                    config = alembic_config()
+                    config.attributes["connection"] = sync_conn
+                    command.downgrade(config, "base")
+
+                await conn.run_sync(downgrade)
+            async with engine.connect() as conn:
+                tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+        finally:
+            await engine.dispose()
+        assert not (TABLES & tables)
+        assert await current_revision(url) is None
+        assert await upgrade_database(url) == HEAD_REVISION
+
+
+async def _schema_diffs(url: str, target: MetaData) -> list[object]:
+    engine = create_store_engine(url)
+    try:
+        async with engine.connect() as conn:
+
+            def diff(sync_conn: Connection) -> list[object]:
+                context = MigrationContext.configure(
+                    sync_conn, opts={"compare_type": True, "compare_server_default": True}
+                )
+                return list(compare_metadata(context, target))
+
+            return await conn.run_sync(diff)
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ALL)
+async def test_migrated_database_matches_model_metadata(dialect: str) -> None:
+    async with fresh_database(dialect, "cmp") as url:
+        await upgrade_database(url)
+        assert await _schema_diffs(url, metadata) == []
+
+
+@pytest.mark.parametrize("dialect", ALL)
+async def test_schema_comparison_notices_a_drifted_model(dialect: str) -> None:
+    """The comparison above can fail: a model that differs from the migration shows up."""
+    drifted = MetaData(naming_convention=metadata.naming_convention)
+    for table in metadata.sorted_tables:
+        table.to_metadata(drifted)
+    drifted.tables["hints"].c.text.type = Integer()
+    drifted.tables["messages"].indexes.clear()
+    async with fresh_database(dialect, "cmp") as url:
+        await upgrade_database(url)
+        diffs = [str(d) for d in await _schema_diffs(url, drifted)]
+    assert any("'hints', 'text'" in d for d in diffs), diffs
+    assert any("ix_messages_session_pk_cumulative_tokens" in d for d in diffs), diffs
+
+
+@pytest.mark.parametrize("dialect", ALL)
+async def test_connect_refuses_an_unmigrated_database(dialect: str) -> None:
+    async with fresh_database(dialect, "chk") as url:
+        with pytest.raises(MigrationError, match="statecore db upgrade"):
+            await SqlStateStore.connect(url)
+        # check_schema=False is the escape hatch for tools that migrate themselves.
+        store = await SqlStateStore.connect(url, check_schema=False)
+        await store.close()
+        await upgrade_database(url)
+        store = await SqlStateStore.connect(url)
+        try:
+            assert store.dialect == dialect
+        finally:
+            await store.close()
