@@ -1,0 +1,241 @@
+"""AgentSessionClient: how programs talk to sessions.
+
+``send`` opens the session if needed (update-with-start) and runs one turn. It waits out the
+moments a session cannot take a turn for reasons a retry fixes (a session moving to a new run,
+more than 10 turns in flight), so callers never see Temporal's raw ResourceExhausted, and it
+refuses payloads over the size limit before they reach the server (an oversized update is
+admitted by the server and then fails the workflow task forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from statecore.errors import StatecoreError, error_from_code
+from statecore.models import MAX_MESSAGE_BYTES, SessionRef, validate_identifier, validate_key
+from statecore.protocol import (
+    DEFAULT_TASK_QUEUE,
+    WORKFLOW_TYPE,
+    AddHintInput,
+    CloseInput,
+    CompactInput,
+    DescribeInput,
+    MigrateInput,
+    PauseInput,
+    ResetInput,
+    SendMessageInput,
+    SessionInput,
+    SessionReport,
+    TurnResult,
+    workflow_id_for,
+)
+
+#: Temporal's hard payload limit is 2 MiB; stay well below it for the whole update request.
+MAX_UPDATE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
+_RETRYABLE_CODES = {"SessionDraining"}
+
+
+class AgentSessionClient:
+    """Start, converse with and operate AgentSession workflows.
+
+    Args:
+        client: a connected Temporal client (with StatecorePlugin or the pydantic converter).
+        task_queue: where new sessions run.
+        namespace: statecore namespace (tenant) of the sessions this client opens.
+        retry_for: how long ``send`` keeps retrying transient rejections before giving up.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        namespace: str = "default",
+        retry_for: timedelta = timedelta(minutes=2),
+    ) -> None:
+        self.client = client
+        self.task_queue = validate_identifier(task_queue, "task_queue")
+        self.namespace = validate_identifier(namespace, "namespace")
+        self.retry_for = retry_for
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def session_input(self, agent_id: str, session_id: str, **options: Any) -> SessionInput:
+        return SessionInput(
+            agent_id=agent_id, session_id=session_id, namespace=self.namespace, **options
+        )
+
+    def handle(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, Any]:
+        validate_identifier(agent_id, "agent_id")
+        validate_identifier(session_id, "session_id")
+        return self.client.get_workflow_handle(workflow_id_for(agent_id, session_id))
+
+    async def start(
+        self, agent_id: str, session_id: str, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Start the session's workflow, or return the running one."""
+        inp = self.session_input(agent_id, session_id, **options)
+        return await self.client.start_workflow(
+            WORKFLOW_TYPE,
+            inp,
+            id=workflow_id_for(agent_id, session_id),
+            task_queue=self.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+
+    async def send(
+        self,
+        agent_id: str,
+        session_id: str,
+        content: str,
+        *,
+        turn_id: str | None = None,
+        role: str = "user",
+        **session_options: Any,
+    ) -> TurnResult:
+        """Run one turn (opening or reopening the session), returning the model's reply.
+
+        Pass the same ``turn_id`` to retry a turn safely: it commits once and returns the
+        same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...)."""
+        turn_id = turn_id or uuid.uuid4().hex
+        validate_key(turn_id)
+        message = SendMessageInput(turn_id=turn_id, content=content, role=role)  # type: ignore[arg-type]
+        size = len(message.model_dump_json().encode())
+        if size > MAX_UPDATE_BYTES:
+            raise StatecoreError(f"turn payload is {size} bytes; the limit is {MAX_UPDATE_BYTES}")
+        session = self.session_input(agent_id, session_id, **session_options)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.retry_for.total_seconds()
+        delay = 0.05
+        while True:
+            try:
+                return await self.client.execute_update_with_start_workflow(
+                    "send_message",
+                    message,
+                    # A with-start operation is single-use: build a new one per attempt.
+                    start_workflow_operation=WithStartWorkflowOperation(
+                        WORKFLOW_TYPE,
+                        session,
+                        id=workflow_id_for(agent_id, session_id),
+                        task_queue=self.task_queue,
+                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                    ),
+                    id=turn_id,
+                    result_type=TurnResult,
+                )
+            except (
+                WorkflowUpdateFailedError,
+                RPCError,
+                WorkflowUpdateRPCTimeoutOrCancelledError,
+            ) as err:
+                if not _transient(err) or loop.time() + delay > deadline:
+                    raise _typed(err) from err
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    # --- operations --------------------------------------------------------------------------
+
+    async def describe(
+        self, agent_id: str, session_id: str, *, include_data: bool = False
+    ) -> SessionReport:
+        """The session's report from its workflow (a query: no history cost). With
+        ``include_data`` the stored data is read from SQL through the describe_state update."""
+        handle = self.handle(agent_id, session_id)
+        if include_data:
+            return await self._update(handle, "describe_state", DescribeInput(include_data=True))
+        try:
+            return await handle.query("describe", DescribeInput(), result_type=SessionReport)
+        except RPCError as err:
+            raise _typed(err) from err
+
+    async def reset(
+        self, agent_id: str, session_id: str, stores: list[str] | None = None
+    ) -> SessionReport:
+        return await self._update(
+            self.handle(agent_id, session_id), "reset_state", ResetInput(stores=stores or [])
+        )
+
+    async def compact(self, agent_id: str, session_id: str, **request: Any) -> SessionReport:
+        return await self._update(
+            self.handle(agent_id, session_id), "compact_state", CompactInput(**request)
+        )
+
+    async def pause(
+        self, agent_id: str, session_id: str, reason: str = "paused by operator"
+    ) -> None:
+        await self._signal(agent_id, session_id, "pause", PauseInput(reason=reason))
+
+    async def resume(self, agent_id: str, session_id: str) -> None:
+        await self._signal(agent_id, session_id, "resume", {})
+
+    async def add_hint(self, agent_id: str, session_id: str, text: str) -> None:
+        await self._signal(agent_id, session_id, "add_hint", AddHintInput(text=text))
+
+    async def migrate(self, agent_id: str, session_id: str, task_queue: str) -> None:
+        await self._signal(agent_id, session_id, "migrate", MigrateInput(task_queue=task_queue))
+
+    async def close(self, agent_id: str, session_id: str, *, delete_state: bool = False) -> None:
+        await self._signal(agent_id, session_id, "close", CloseInput(delete_state=delete_state))
+
+    async def status(self, agent_id: str, session_id: str) -> str:
+        """The Temporal execution status of the session's latest run (RUNNING, COMPLETED...)."""
+        desc = await self.handle(agent_id, session_id).describe()
+        return WorkflowExecutionStatus.Name(desc.raw_description.workflow_execution_info.status)
+
+    def ref(self, agent_id: str, session_id: str) -> SessionRef:
+        return SessionRef(namespace=self.namespace, agent_id=agent_id, session_id=session_id)
+
+    async def _signal(self, agent_id: str, session_id: str, name: str, arg: Any) -> None:
+        try:
+            await self.handle(agent_id, session_id).signal(name, arg)
+        except RPCError as err:
+            raise _typed(err) from err
+
+    async def _update(self, handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> SessionReport:
+        try:
+            return await handle.execute_update(name, arg, result_type=SessionReport)
+        except (WorkflowUpdateFailedError, RPCError) as err:
+            raise _typed(err) from err
+
+
+def _transient(err: Exception) -> bool:
+    if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
+        return True
+    if isinstance(err, RPCError):
+        # Too many updates in flight (server limit 10), or the run is just continuing as new.
+        return err.status in (
+            RPCStatusCode.RESOURCE_EXHAUSTED,
+            RPCStatusCode.NOT_FOUND,
+            RPCStatusCode.UNAVAILABLE,
+            RPCStatusCode.ABORTED,
+        )
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type in _RETRYABLE_CODES
+
+
+def _typed(err: Exception) -> StatecoreError:
+    """A Temporal failure as the statecore error its code names."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, ApplicationError):
+        typed = error_from_code(cause.type, cause.message)
+        return typed
+    if isinstance(err, RPCError):
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return error_from_code("SessionNotFound", f"no such session workflow: {err.message}")
+        return StatecoreError(f"Temporal refused the request: {err.message}")
+    return StatecoreError(str(err))

