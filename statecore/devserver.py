@@ -83,7 +83,8 @@ class DevServer:
             cmd += ["--search-attribute", f"{name}={kind}"]
         return cmd + self.extra_args
 
-    async def start(self, *, timeout: float = 60.0) -> DevServer:
+    def spawn(self) -> None:
+        """Start the process (returns at once; see ``wait_ready``)."""
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(
             self.command(),
@@ -91,14 +92,17 @@ class DevServer:
             stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
             start_new_session=True,  # our Ctrl-C is not its Ctrl-C: we stop it in order
         )
-        await self.wait_ready(timeout=timeout)
+
+    async def start(self, *, ready_within: float = 60.0) -> DevServer:
+        self.spawn()
+        await self.wait_ready(ready_within=ready_within)
         return self
 
-    async def wait_ready(self, *, timeout: float = 60.0) -> None:
+    async def wait_ready(self, *, ready_within: float = 60.0) -> None:
         from temporalio.client import Client  # the server is up when a client can list
 
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + ready_within
         last: Exception | None = None
         while loop.time() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -113,7 +117,7 @@ class DevServer:
             except Exception as exc:  # not up yet: connection refused, namespace not ready
                 last = exc
                 await asyncio.sleep(0.25)
-        raise StatecoreError(f"temporal dev server not ready after {timeout}s: {last}")
+        raise StatecoreError(f"temporal dev server not ready after {ready_within}s: {last}")
 
     def stop(self, *, kill: bool = False) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -136,7 +140,7 @@ async def start_dev_server(
     dynamic_config: Mapping[str, str] | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | None = None,
-    timeout: float = 60.0,
+    ready_within: float = 60.0,
 ) -> DevServer:
     """Start a dev server and wait until it answers. ``ui_port=None`` runs it headless."""
     args = list(extra_args)
@@ -149,4 +153,4 @@ async def start_dev_server(
         log_path=log_path,
         extra_args=args,
     )
-    return await server.start(timeout=timeout)
+    return await server.start(ready_within=ready_within)

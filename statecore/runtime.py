@@ -89,12 +89,8 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
 
     server: DevServer | None = None
     address = config.address
-    if config.database_url.startswith("sqlite") and ":///" in config.database_url:
-        path = config.database_url.split(":///", 1)[1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _prepare_directories(config)
     if config.dev:
-        Path(config.data_dir).mkdir(parents=True, exist_ok=True)
         server = await start_dev_server(
             port=config.dev_port,
             ui_port=config.dev_ui_port,
@@ -129,6 +125,16 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
     finally:
         if server is not None:
             server.stop()
+
+
+def _prepare_directories(config: WorkerConfig) -> None:
+    """Create the folders a SQLite database and the dev server's files live in."""
+    if config.database_url.startswith("sqlite") and ":///" in config.database_url:
+        path = config.database_url.split(":///", 1)[1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if config.dev:
+        Path(config.data_dir).mkdir(parents=True, exist_ok=True)
 
 
 def _redact(url: str) -> str:

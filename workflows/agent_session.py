@@ -115,7 +115,7 @@ class AgentSession:
                     lambda: self._close is not None or self._should_continue(),
                     timeout=max(remaining, timedelta(seconds=1)),
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 idle = workflow.now() - self._last_activity
                 if idle >= timedelta(seconds=input.ttl_seconds) and not self._lock.locked():
                     self._close = CloseInput(delete_state=input.delete_on_close)

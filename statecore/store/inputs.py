@@ -114,7 +114,7 @@ def revalidate(model: type[_M], value: Any, what: str) -> _M:
     """Validate ``value`` (a model instance or a mapping) as ``model`` afresh, so an instance
     built with ``model_construct`` cannot smuggle unchecked data into storage."""
     if isinstance(value, BaseModel):
-        value = value.model_dump()
+        value = value.model_dump(warnings=False)
     elif not isinstance(value, Mapping):
         raise InvalidInputError(f"{what} must be a {model.__name__}, got {type(value).__name__}")
     try:
