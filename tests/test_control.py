@@ -224,9 +224,10 @@ async def test_reset_state_without_a_session_header(store):
 )
 async def test_refused_resets_clear_nothing(populated, kwargs, error):
     everything = [await snapshot(populated, ref) for ref in (REF, *NEIGHBOURS)]
-    ref = kwargs.pop("ref")
+    options = dict(kwargs)  # the parameter dict is shared between backends: copy it
+    ref = options.pop("ref")
     with pytest.raises(error):
-        await reset(populated, ref, **kwargs)
+        await reset(populated, ref, **options)
     assert [await snapshot(populated, ref) for ref in (REF, *NEIGHBOURS)] == everything
 
 
