@@ -18,6 +18,7 @@ from statecore.models import SessionRef
 from statecore.store import MemoryStateStore, StateStore
 from statecore.tokens import TokenCounter
 from tests.dbs import create_database, drop_database
+from tests.store.bad_input import Env, populate
 
 BACKENDS = [
     pytest.param("memory", id="memory"),
@@ -127,3 +128,9 @@ def make_ref(ns: str) -> Callable[..., SessionRef]:
 @pytest.fixture
 def ref(make_ref: Callable[..., SessionRef]) -> SessionRef:
     return make_ref()
+
+
+@pytest.fixture
+async def env(store: StateStore, make_ref: Callable[..., SessionRef]) -> Env:
+    """A namespace with two populated sessions and shared rows (the bad-input tables)."""
+    return await populate(store, make_ref("s1"), make_ref("s2"))
