@@ -9,6 +9,7 @@ import pytest
 from statecore.errors import InvalidInputError, SessionNotFoundError
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, SessionRef
 from statecore.store import StateStore
+from statecore.store.base import iter_sessions
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure, snapshot, user
 
@@ -221,3 +222,11 @@ async def test_delete_namespace_and_namespaces(store: StateStore, make_ref, ns: 
     async with store.transaction() as tx:
         remaining = set(await tx.sessions.namespaces())
     assert kv_only not in remaining and state_only not in remaining
+
+
+async def test_iter_sessions_walks_every_page(store: StateStore, make_ref, ns: str) -> None:
+    # 501 sessions: one more than iter_sessions' page, so the second page is exercised.
+    refs = [make_ref(f"s{n:04d}") for n in range(501)]
+    await ensure(store, *refs)
+    seen = [r async for r in iter_sessions(store, ns)]
+    assert seen == refs
