@@ -34,8 +34,9 @@ MAX_LISTED_NAMES = 100
 
 
 def json_size(value: Any) -> int:
-    """Size in bytes of ``value`` as compact JSON."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    """Size in bytes of ``value`` as compact JSON with non-ASCII escaped: the largest form a
+    payload converter may produce (one CJK character costs 6 bytes, not 3)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=True))
 
 
 def fit_items(items: Sequence[JsonValue], budget: int) -> tuple[list[JsonValue], bool]:

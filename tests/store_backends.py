@@ -1,4 +1,4 @@
-"""Open real, empty stores for tests: memory, a SQLite file, a fresh PostgreSQL database.
+"""Open real, empty stores for tests: memory, a SQLite file, a fresh server database.
 
 Databases come from ``dbs.fresh_database`` (uniquely named, dropped afterwards; the test is
 skipped with the reason when the server is unreachable).
@@ -19,7 +19,8 @@ BACKENDS = ["memory", "sqlite"]
 
 @asynccontextmanager
 async def open_backend(kind: str, directory: Path, name: str = "db") -> AsyncIterator[StateStore]:
-    """A fresh, empty store of ``kind``: memory, sqlite (a file in ``directory``) or postgres."""
+    """A fresh, empty store of ``kind``: memory, sqlite (a file in ``directory``), postgres
+    or mariadb."""
     if kind == "memory":
         from statecore.store.memory import MemoryStateStore
 
@@ -38,7 +39,8 @@ async def open_backend(kind: str, directory: Path, name: str = "db") -> AsyncIte
         finally:
             await store.close()
         return
-    async with fresh_database("postgresql", name) as url:
+    dialect = {"postgres": "postgresql", "mariadb": "mysql"}[kind]
+    async with fresh_database(dialect, name) as url:
         store = await open_store(url, migrate=True)
         try:
             yield store

@@ -102,14 +102,18 @@ async def test_describe_with_data(populated):
     assert flow is not None and [c["version"] for c in flow.data] == [3]
 
 
-async def test_describe_data_is_capped_well_under_the_payload_warning(store):
-    big = "word " * 3000  # ~15 KB per message
+@pytest.mark.parametrize("word", ["word ", "言葉 ", "😀 "])
+async def test_describe_data_is_capped_well_under_the_payload_warning(store, word):
+    big = word * 3000  # 15-39 KB per message, more once JSON escapes it
     async with store.transaction() as tx:
         await tx.sessions.ensure(REF)
         for turn in range(40):
             await tx.conversation.append(REF, f"t{turn}", [Message(role="user", content=big)])
     result = await describe(store, REF, include_data=True)
-    payload = len(json.dumps(result.model_dump(mode="json")).encode())
+    payload = max(
+        len(json.dumps(result.model_dump(mode="json"), ensure_ascii=True)),
+        len(result.model_dump_json().encode()),
+    )
     assert payload < 384 * 1024
     conv = result.store("conversation")
     assert conv is not None and conv.metadata["data_truncated"] is True
