@@ -13,8 +13,9 @@ Module objects are only valid inside their block. Methods validate their input a
 ``statecore.errors`` types; a failed call inside a block leaves the block usable only for
 rollback (raise out of it).
 
-The memory backend is the reference implementation; ``tests/store/test_conformance.py`` is the
-contract's executable form and runs against every backend.
+The memory backend is the reference implementation; the conformance suite in ``tests/store/``
+(``test_conversation.py``, ``test_kv.py``, ``test_bad_input.py``, ...) is the contract's
+executable form and runs against every backend.
 """
 
 from __future__ import annotations
