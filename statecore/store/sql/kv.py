@@ -10,7 +10,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 
 from statecore.errors import InvalidInputError, RevisionConflictError
 from statecore.models import (
@@ -34,8 +45,10 @@ from statecore.store.inputs import (
 )
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import kv_entries
+from statecore.store.sql.upsert import upsert
 
 c = kv_entries.c
+_KEY_COLUMNS = ("namespace", "owner", "bucket", "key")
 
 
 def _payload(encoded: bytes | str) -> bytes:
@@ -159,33 +172,35 @@ class SqlKVStore(KVStore):
     async def _put_unconditionally(
         self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
     ) -> int:
-        conn = self._ctx.conn
-        # At most two rounds: a concurrent writer can create the key between our read and
-        # our insert only once, after which the row exists and is locked by our read.
-        for _ in range(2):
-            row = (
-                await conn.execute(
-                    select(c.id, c.revision, c.expires_at)
-                    .where(self._the_key(scope, bucket, key))
-                    .with_for_update()
-                )
-            ).first()
-            if row is None:
-                if await self._insert(scope, bucket, key, columns):
-                    return 1
-                continue
-            expired = row.expires_at is not None and row.expires_at <= self._ctx.now
-            revision = 1 if expired else row.revision + 1
-            extra = {"created_at": self._ctx.now} if expired else {}
-            await conn.execute(
-                update(kv_entries)
-                .where(c.id == row.id)
-                .values(revision=revision, **extra, **columns)
-            )
-            return revision
-        raise RevisionConflictError(
-            f"{bucket}/{key} was created and deleted concurrently; retry the write"
+        # One upsert: a new key (or an expired one) starts again at revision 1, a live one
+        # goes up by one. Revision and created_at come first because MySQL applies the
+        # changes in order and they read the old expires_at.
+        now = self._ctx.now
+        expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
+        values = {
+            "namespace": scope.namespace,
+            "owner": scope.owner,
+            "bucket": bucket,
+            "key": key,
+            "revision": 1,
+            "created_at": now,
+            **columns,
+        }
+
+        def changes(proposed: Any) -> list[tuple[str, Any]]:
+            return [
+                ("revision", case((expired, 1), else_=c.revision + 1)),
+                ("created_at", case((expired, proposed.created_at), else_=c.created_at)),
+                *((name, proposed[name]) for name in columns),
+            ]
+
+        await self._ctx.conn.execute(
+            upsert(self._ctx.dialect, kv_entries, values, _KEY_COLUMNS, changes)
         )
+        revision = await self._ctx.conn.scalar(
+            select(c.revision).where(self._the_key(scope, bucket, key))
+        )
+        return int(revision)
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
         check_scope(scope)

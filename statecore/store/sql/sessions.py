@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, insert, or_, select, union, update
+from sqlalchemy import and_, delete, or_, select, union, update
 
 from statecore.errors import InvalidInputError
 from statecore.models import SessionInfo, SessionRef, validate_identifier
@@ -20,11 +20,13 @@ from statecore.store.sql.schema import (
     scoped_states,
     sessions,
 )
+from statecore.store.sql.upsert import insert_or_ignore
 
 #: Tables whose rows belong to one session through ``session_pk``. They are deleted
 #: explicitly (the foreign keys also cascade) so the cascade never depends on a SQLite
 #: connection having turned foreign keys on.
 _SESSION_CHILDREN = (messages, hints, flow_checkpoints, orchestration_states)
+_SESSION_KEY = ("namespace", "agent_id", "session_id")
 
 
 class SqlSessionStore(SessionStore):
@@ -39,31 +41,29 @@ class SqlSessionStore(SessionStore):
         row = (await ctx.conn.execute(select_session(ref, lock=True))).first()
         if row is None:
             ttl = ttl_seconds or ctx.default_ttl
-            created = await ctx.insert_unless_duplicate(
-                insert(sessions).values(
-                    namespace=ref.namespace,
-                    agent_id=ref.agent_id,
-                    session_id=ref.session_id,
-                    last_seq=0,
-                    message_count=0,
-                    token_total=0,
-                    window_start_seq=1,
-                    created_at=now,
-                    last_accessed=now,
-                    ttl_seconds=ttl,
-                    expires_at=expiry(now, ttl),
-                )
-            )
-            if created:
-                return SessionInfo(ref=ref, created_at=now, last_accessed=now, ttl_seconds=ttl)
-            # Another transaction created it first; its row is committed and now ours to touch.
+            values = {
+                "namespace": ref.namespace,
+                "agent_id": ref.agent_id,
+                "session_id": ref.session_id,
+                "last_seq": 0,
+                "message_count": 0,
+                "token_total": 0,
+                "window_start_seq": 1,
+                "created_at": now,
+                "last_accessed": now,
+                "ttl_seconds": ttl,
+                "expires_at": expiry(now, ttl),
+            }
+            # A concurrent ensure may create it first: then its row is the one we touch.
+            await ctx.conn.execute(insert_or_ignore(ctx.dialect, sessions, values, _SESSION_KEY))
             row = (await ctx.conn.execute(select_session(ref, lock=True))).one()
         ttl = ttl_seconds if ttl_seconds is not None else row.ttl_seconds
-        await ctx.conn.execute(
-            update(sessions)
-            .where(sessions.c.id == row.id)
-            .values(last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl))
-        )
+        if (row.last_accessed, row.ttl_seconds) != (now, ttl):
+            await ctx.conn.execute(
+                update(sessions)
+                .where(sessions.c.id == row.id)
+                .values(last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl))
+            )
         info = session_info(row, ref)
         return info.model_copy(update={"last_accessed": now, "ttl_seconds": ttl})
 
