@@ -17,11 +17,14 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 POSTGRES_ADMIN_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 MARIADB_ADMIN_URL = "mysql+asyncmy://root@127.0.0.1:3306/test"
+
+#: What statecore asks of a MariaDB/MySQL server for 16 MB documents (see the README).
+MARIADB_MAX_ALLOWED_PACKET = 64 * 1024 * 1024
 
 #: The dialects a test can ask for (the names SqlStateStore.dialect reports).
 DIALECTS = ("sqlite", "postgresql", "mysql")
@@ -76,10 +79,20 @@ async def create_database(dialect: str, label: str = "t") -> str:
                 await conn.execute(
                     text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
                 )
+                await _allow_full_size_documents(conn)
     finally:
         await engine.dispose()
     admin = POSTGRES_ADMIN_URL if dialect == "postgresql" else MARIADB_ADMIN_URL
     return make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+
+async def _allow_full_size_documents(conn: AsyncConnection) -> None:
+    """MariaDB's default max_allowed_packet (16 MiB) cannot carry a 16 MB scoped-state
+    document in one statement; production servers are told to use 64M (MySQL 8's default),
+    and so is the test server. Applies to connections opened from now on."""
+    current = await conn.scalar(text("SELECT @@GLOBAL.max_allowed_packet"))
+    if int(current) < MARIADB_MAX_ALLOWED_PACKET:
+        await conn.execute(text(f"SET GLOBAL max_allowed_packet = {MARIADB_MAX_ALLOWED_PACKET}"))
 
 
 async def drop_database(url: str) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy import Row, Select, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from statecore.errors import SessionNotFoundError, StatecoreError
+from statecore.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
 from statecore.models import SessionInfo, SessionRef
 from statecore.store.sql.schema import sessions
 from statecore.tokens import TokenCounter
@@ -29,11 +29,14 @@ class SqlContext:
         now: datetime,
         counter: TokenCounter,
         default_ttl: int,
+        max_packet: int | None = None,
     ) -> None:
         self._conn = conn
         self.now = now
         self.counter = counter
         self.default_ttl = default_ttl
+        #: MariaDB/MySQL's max_allowed_packet; None where statements have no such cap.
+        self.max_packet = max_packet
         self.open = True
 
     @property
@@ -45,6 +48,11 @@ class SqlContext:
             )
         return self._conn
 
+    @property
+    def dialect(self) -> str:
+        """The SQLAlchemy dialect name of the connection ('sqlite', 'postgresql', 'mysql')."""
+        return self._conn.dialect.name
+
     async def session_row(self, ref: SessionRef, *, lock: bool = False) -> Row[Any]:
         """The session's header row; ``lock`` takes its row lock until commit (writers that
         update the session's counters serialise here). SessionNotFoundError if absent."""
@@ -55,6 +63,27 @@ class SqlContext:
                 session=str(ref),
             )
         return row
+
+    def check_fits_statement(self, document: str, what: str) -> None:
+        """Refuse a document the server would reject as one oversized statement.
+
+        MariaDB/MySQL drop a statement over ``max_allowed_packet`` (16 MiB by default on
+        MariaDB, below the 16 MB state limit) with an OperationalError that a retry can never
+        fix, so it becomes a typed error here, before anything is sent."""
+        if self.max_packet is None:
+            return
+        raw = document.encode("utf-8")
+        # The driver sends values inline, escaping quotes and backslashes.
+        size = len(raw) + raw.count(b'"') + raw.count(b"\\") + raw.count(b"'") + 4096
+        if size > self.max_packet:
+            raise StateTooLargeError(
+                f"{what} is {len(raw)} bytes, more than this MariaDB/MySQL server accepts in "
+                f"one statement (max_allowed_packet = {self.max_packet}). Raise the server's "
+                "max_allowed_packet to 64M (the MySQL 8 default) to store documents up to the "
+                "16 MB limit",
+                size=len(raw),
+                limit=self.max_packet,
+            )
 
     async def insert_unless_duplicate(self, statement: Any) -> bool:
         """Run an INSERT in a savepoint; False (and nothing written) if it hit a unique key.

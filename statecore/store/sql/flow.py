@@ -46,6 +46,7 @@ class SqlFlowStore(FlowStore):
         validate_identifier(flow_id, "flow_id")
         validate_identifier(step, "step")
         document = encode_state(data, "flow data")
+        self._ctx.check_fits_statement(document, "flow data")
         # The session lock orders checkpoints with appends: conversation_seq is exact and
         # two saves of one flow cannot pick the same version.
         session = await self._ctx.session_row(ref, lock=True)
@@ -134,6 +135,7 @@ class SqlFlowStore(FlowStore):
             validate_identifier(cp.flow_id, "flow_id")
             validate_identifier(cp.step, "step")
             document = encode_state(cp.data, "flow data")
+            self._ctx.check_fits_statement(document, "flow data")
             if (cp.flow_id, cp.version) in seen:
                 raise InvalidInputError(f"flow {cp.flow_id} version {cp.version} appears twice")
             seen.add((cp.flow_id, cp.version))

@@ -54,6 +54,7 @@ class SqlScopedStateStore(ScopedStateStore):
     ) -> ScopedState:
         _checked_scope(namespace, task_id, agent_id)
         document = encode_state(state)
+        self._ctx.check_fits_statement(document, "state")
         now = self._ctx.now
         values = {
             "namespace": namespace,
@@ -92,6 +93,7 @@ class SqlScopedStateStore(ScopedStateStore):
     ) -> ScopedState:
         _checked_scope(namespace, task_id, agent_id)
         document = encode_state(state)
+        self._ctx.check_fits_statement(document, "state")
         if expected_version is not None:
             check_int(expected_version, "expected_version", minimum=1)
         conn = self._ctx.conn
@@ -140,6 +142,11 @@ class SqlScopedStateStore(ScopedStateStore):
         rows = await self._ctx.conn.execute(statement.order_by(c.task_id, c.agent_id))
         return [_out(row._mapping) for row in rows]
 
+    def _encoded(self, state: dict[str, Any]) -> str:
+        document = encode_state(state)
+        self._ctx.check_fits_statement(document, "state")
+        return document
+
     async def restore(self, states: Sequence[ScopedState]) -> None:
         rows: dict[tuple[str, str, str], dict[str, Any]] = {}
         for item in states:
@@ -150,7 +157,7 @@ class SqlScopedStateStore(ScopedStateStore):
                 "namespace": state.namespace,
                 "task_id": state.task_id,
                 "agent_id": state.agent_id,
-                "document": encode_state(state.state),
+                "document": self._encoded(state.state),
                 "version": state.version,
                 "created_at": check_aware(state.created_at, "created_at"),
                 "updated_at": check_aware(state.updated_at, "updated_at"),

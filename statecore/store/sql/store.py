@@ -10,8 +10,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.errors import ConflictError, StatecoreError
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS
@@ -78,6 +79,7 @@ class SqlStateStore(StateStore):
         # An in-memory SQLite database lives on one shared connection: transactions on it
         # must take turns or they would interleave on that connection.
         self._turns = asyncio.Lock() if is_sqlite_memory(engine.url) else None
+        self._max_packet_bytes: int | None = None
         self._closed = False
 
     @classmethod
@@ -130,7 +132,10 @@ class SqlStateStore(StateStore):
                 async with self.engine.connect() as conn:
                     try:
                         async with conn.begin():
-                            ctx = SqlContext(conn, now, self._counter, self._default_ttl)
+                            max_packet = await self._max_packet(conn)
+                            ctx = SqlContext(
+                                conn, now, self._counter, self._default_ttl, max_packet
+                            )
                             try:
                                 yield SqlTransaction(ctx)
                             finally:
@@ -144,6 +149,15 @@ class SqlStateStore(StateStore):
                         ) from exc
         finally:
             _open_in_task.reset(token)
+
+    async def _max_packet(self, conn: AsyncConnection) -> int | None:
+        # Read once: the server's cap on one statement, which a 16 MB document can exceed.
+        if self.dialect != "mysql":
+            return None
+        if self._max_packet_bytes is None:
+            found = await conn.scalar(text("SELECT @@max_allowed_packet"))
+            self._max_packet_bytes = int(found)
+        return self._max_packet_bytes
 
     def _taking_turns(self) -> AbstractAsyncContextManager[object]:
         return self._turns if self._turns is not None else contextlib.nullcontext()
