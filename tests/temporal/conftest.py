@@ -51,6 +51,8 @@ class Env:
     database_url: str
     plugin: StatecorePlugin
     address: str
+    #: A fresh agent id per test: workflow ids are global on the shared dev server.
+    agent: str
 
     def new_client(self, **kwargs: Any) -> AgentSessionClient:
         return AgentSessionClient(self.client, task_queue=self.task_queue, **kwargs)
@@ -75,6 +77,7 @@ async def running_env(
             database_url=database_url,
             plugin=plugin,
             address=dev_server.address,
+            agent=f"agent-{uuid.uuid4().hex[:8]}",
         )
 
 

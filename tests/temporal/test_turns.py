@@ -1,0 +1,127 @@
+"""Turns end to end: a real dev server, a real worker, SQLite, the offline model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+
+from statecore.errors import (
+    ContentTooLargeError,
+    EmptyContentError,
+    InvalidIdentifierError,
+    StatecoreError,
+)
+from statecore.models import MAX_MESSAGE_BYTES, SessionRef
+from statecore.protocol import workflow_id_for
+from statecore.store import open_store
+from tests.temporal.conftest import Env
+
+
+async def stored_messages(env: Env, agent: str, session: str) -> list:
+    store = await open_store(env.database_url)
+    try:
+        async with store.transaction() as tx:
+            return await tx.conversation.messages(SessionRef(agent_id=agent, session_id=session))
+    finally:
+        await store.close()
+
+
+async def test_each_turn_sees_the_conversation_from_sql(env: Env) -> None:
+    replies = []
+    for i in range(3):
+        result = await env.sessions.send(env.agent, "s1", f"message {i}", turn_id=f"t{i}")
+        assert result.turn == i + 1
+        assert not result.duplicate
+        replies.append(result.reply.content)
+    # The offline model reports how many user messages its context held: the context is
+    # assembled from SQL, so it grows by one per turn.
+    for i, reply in enumerate(replies):
+        assert f"user messages: {i + 1}," in reply
+        assert f'"message {i}"' in reply
+    rows = await stored_messages(env, env.agent, "s1")
+    assert [m.seq for m in rows] == [1, 2, 3, 4, 5, 6]
+    assert [m.role for m in rows] == ["user", "assistant"] * 3
+    assert [m.turn_id for m in rows] == ["t0", "t0", "t1", "t1", "t2", "t2"]
+
+
+async def test_the_same_turn_id_commits_once_and_returns_the_same_result(env: Env) -> None:
+    first = await env.sessions.send(env.agent, "dup", "only once", turn_id="turn-1")
+    again = await env.sessions.send(env.agent, "dup", "only once", turn_id="turn-1")
+    assert again.turn == first.turn == 1
+    assert again.reply == first.reply
+    rows = await stored_messages(env, env.agent, "dup")
+    assert len(rows) == 2
+    report = await env.sessions.describe(env.agent, "dup")
+    assert report.checkpoint.turn == 1
+    assert report.store("conversation").items == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ({"turn_id": "t", "content": ""}, "EmptyContent"),
+        ({"turn_id": "t", "content": "   \n"}, "EmptyContent"),
+        ({"turn_id": "a/b", "content": "x"}, "InvalidIdentifier"),
+        ({"turn_id": "t", "content": "x\x00y"}, "InvalidInput"),
+        ({"turn_id": "t", "content": "x", "role": "tool"}, "InvalidInput"),
+        ({"turn_id": "t", "content": "x", "role": "wizard"}, "InvalidInput"),
+        ({"content": "x"}, "InvalidInput"),
+        ({"turn_id": "t", "content": "x", "unknown": 1}, "InvalidInput"),
+        ("just a string", "InvalidInput"),
+        ({"turn_id": "t", "content": "x" * (MAX_MESSAGE_BYTES + 1)}, "ContentTooLarge"),
+    ],
+)
+async def test_malformed_turns_are_rejected_with_a_type_and_change_nothing(
+    env: Env, payload: object, code: str
+) -> None:
+    await env.sessions.send(env.agent, "bad", "hello", turn_id="ok-1")
+    handle = env.client.get_workflow_handle(workflow_id_for(env.agent, "bad"))
+    with pytest.raises(WorkflowUpdateFailedError) as caught:
+        await handle.execute_update("send_message", payload)
+    assert caught.value.cause.type == code
+    rows = await stored_messages(env, env.agent, "bad")
+    assert len(rows) == 2
+    # The session is healthy afterwards.
+    after = await env.sessions.send(env.agent, "bad", "still here", turn_id="ok-2")
+    assert after.turn == 2
+
+
+async def test_client_refuses_bad_turns_before_sending(env: Env) -> None:
+    with pytest.raises(EmptyContentError):
+        await env.sessions.send(env.agent, "c", "")
+    with pytest.raises(ContentTooLargeError):
+        await env.sessions.send(env.agent, "c", "y" * (MAX_MESSAGE_BYTES + 10))
+    with pytest.raises(InvalidIdentifierError):
+        await env.sessions.send(env.agent, "c", "hi", turn_id="bad turn id")
+    with pytest.raises(InvalidIdentifierError):
+        await env.sessions.send("agent/x", "c", "hi")
+    # Nothing reached the server: no workflow was started for these.
+    with pytest.raises(StatecoreError):
+        await env.sessions.describe(env.agent, "c")
+
+
+async def test_twenty_concurrent_sends_to_one_session_all_succeed_in_order(env: Env) -> None:
+    results = await asyncio.gather(
+        *(env.sessions.send(env.agent, "busy", f"m{i}", turn_id=f"c{i}") for i in range(20))
+    )
+    assert sorted(r.turn for r in results) == list(range(1, 21))
+    rows = await stored_messages(env, env.agent, "busy")
+    assert [m.seq for m in rows] == list(range(1, 41))
+    # Turns never interleave: each turn's user message is directly followed by its reply.
+    for user, reply in zip(rows[0::2], rows[1::2], strict=True):
+        assert user.role == "user" and reply.role == "assistant"
+        assert user.turn_id == reply.turn_id
+    by_turn = {r.turn: r.turn_id for r in results}
+    assert [by_turn[t] for t in range(1, 21)] == [m.turn_id for m in rows[0::2]]
+
+
+async def test_system_prompt_and_hints_reach_the_model(env: Env) -> None:
+    first = await env.sessions.send(
+        env.agent, "p", "hello", turn_id="p1", system_prompt="You are terse."
+    )
+    assert "system prompt: yes" in first.reply.content
+    await env.sessions.add_hint(env.agent, "p", "User prefers Python")
+    second = await env.sessions.send(env.agent, "p", "again", turn_id="p2")
+    assert "hints: 1" in second.reply.content
