@@ -282,17 +282,21 @@ async def commit_compaction(
     """Store ``summary`` (required when the plan folds messages) and move the window start.
     ConflictError when the session was compacted since ``prepared`` was read."""
     plan = prepared.plan
+    if not plan.changed:
+        return _outcome(prepared, None)  # nothing to write
     info = await tx.sessions.get(ref)
     if info is None:
         raise SessionNotFoundError(f"session {ref} was deleted before compaction committed")
-    current = await tx.conversation.summary(ref)
-    if info.window_start_seq != plan.window_start_before or (
-        (current.text if current else None) != prepared.previous_summary
-    ):
+    stale = info.window_start_seq != plan.window_start_before
+    through: int | None = None
+    if plan.summarize_to_seq is not None:
+        # The new summary replaces the one it was built from; any other would be lost.
+        current = await tx.conversation.summary(ref)
+        stale = stale or (current.text if current else None) != prepared.previous_summary
+    if stale:
         raise ConflictError(
             f"session {ref} was compacted while this compaction was prepared; plan again"
         )
-    through: int | None = None
     if plan.summarize_to_seq is not None:
         if not isinstance(summary, str) or not summary.strip():
             raise ModelError("the summarizer returned no summary; the window was left as it was")
@@ -363,6 +367,6 @@ async def compact_session(
         prepared = await prepare_compaction(tx, ref, request, profile=profile)
     summary = await _summary_for(prepared, summarizer, counter)
     if not prepared.plan.changed:
-        return _outcome(prepared, None)  # nothing to write
+        return _outcome(prepared, None)
     async with store.transaction() as tx:
         return await commit_compaction(tx, ref, prepared, summary)

@@ -415,6 +415,20 @@ async def test_a_failing_summarizer_leaves_everything_unchanged(
     assert await snapshot(store) == before
 
 
+async def test_summarizing_again_right_away_changes_nothing(store: StateStore) -> None:
+    await seed(store, 12)
+    request = CompactionRequest(strategy="summarize", max_messages=10)
+    async with store.transaction() as tx:
+        first = await apply_compaction(tx, REF, request, counter=COUNTER)
+    after_first = await snapshot(store)
+    async with store.transaction() as tx:
+        second = await apply_compaction(tx, REF, request, counter=COUNTER)
+    assert first.changed and first.messages_after <= 5
+    assert not second.changed and second.summary_through_seq is None
+    assert second.window_start == first.window_start
+    assert await snapshot(store) == after_first
+
+
 async def test_compact_session_commits_in_a_second_transaction(store: StateStore) -> None:
     await seed(store, 12)
     log, _, _ = await snapshot(store)

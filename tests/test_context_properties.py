@@ -30,7 +30,7 @@ from statecore.tokens import TokenCounter
 COUNTER = TokenCounter()
 PURE = settings(max_examples=60, deadline=None)
 STORED = settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 # --- random conversations ----------------------------------------------------------------------
