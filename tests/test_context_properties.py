@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conversation_log import REF, LogBuilder, assistant, call, result, user
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_backends import BACKENDS, open_backend
 
@@ -29,9 +29,7 @@ from statecore.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 PURE = settings(max_examples=60, deadline=None)
-STORED = settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+STORED = settings(max_examples=20, deadline=None)
 
 # --- random conversations ----------------------------------------------------------------------
 
@@ -221,7 +219,9 @@ def runner() -> Iterator[asyncio.Runner]:
         yield loop_runner
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(
+    scope="module", params=[*BACKENDS, pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def backend(
     request: pytest.FixtureRequest, runner: asyncio.Runner, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[StateStore]:
