@@ -1,20 +1,61 @@
-"""Which schema revision a database is at, and the one this code needs."""
+"""Alembic on an engine: which schema revision a database is at, and upgrading it.
+
+The migration scripts ship inside the package (``statecore/store/migrations``) and Alembic
+is configured here in code, so no ``alembic.ini`` is needed at run time.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from statecore.errors import MigrationError
 
+MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
+
 #: The revision this code's schema corresponds to (the newest file in migrations/versions).
 HEAD_REVISION = "0001"
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic Config pointing at statecore's migration scripts."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        # ConfigParser interpolates '%'; URLs carry it in escaped passwords.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def script_head() -> str:
+    """The head revision found in the shipped scripts (a test keeps HEAD_REVISION equal)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise MigrationError("no migration scripts found in the statecore package")
+    return head
 
 
 def revision_of(connection: Connection) -> str | None:
     """The revision recorded in a database (None when it was never migrated)."""
     return MigrationContext.configure(connection).get_current_revision()
+
+
+async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> str:
+    """Upgrade the database behind ``engine`` to ``revision``; returns the revision now
+    current."""
+    async with engine.begin() as conn:
+        await conn.run_sync(_upgrade, revision)
+    async with engine.connect() as conn:
+        current = await conn.run_sync(revision_of)
+    if current is None:
+        raise MigrationError(f"upgrading to {revision!r} left the database without a revision")
+    return current
 
 
 async def require_head(engine: AsyncEngine) -> None:
@@ -29,3 +70,9 @@ async def require_head(engine: AsyncEngine) -> None:
             found=revision,
             required=HEAD_REVISION,
         )
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)

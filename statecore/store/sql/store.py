@@ -24,7 +24,7 @@ from statecore.store.sql.engine import create_store_engine, dialect_name, is_sql
 from statecore.store.sql.flow import SqlFlowStore
 from statecore.store.sql.kv import SqlKVStore
 from statecore.store.sql.orchestration import SqlOrchestrationStore
-from statecore.store.sql.revision import require_head
+from statecore.store.sql.revision import require_head, upgrade_engine
 from statecore.store.sql.scoped import SqlScopedStateStore
 from statecore.store.sql.sessions import SqlSessionStore
 from statecore.tokens import TokenCounter
@@ -95,11 +95,17 @@ class SqlStateStore(StateStore):
     ) -> SqlStateStore:
         """Open a store on ``url`` (``sqlite+aiosqlite://``, ``postgresql+asyncpg://``,
         ``mysql+asyncmy://``). ``check_schema`` refuses a database that is not at the
-        migration head with MigrationError. ``engine_kwargs`` go to create_async_engine."""
+        migration head with MigrationError; an in-memory SQLite database
+        (``sqlite+aiosqlite://``) is migrated here instead, since it starts empty every time.
+        ``engine_kwargs`` go to create_async_engine."""
         check_ttl_seconds(default_ttl_seconds, "default_ttl_seconds")
         engine = create_store_engine(url, **engine_kwargs)
         try:
-            if check_schema:
+            if is_sqlite_memory(engine.url):
+                # A new in-memory database is always empty and lives only as long as this
+                # engine, so nothing else could ever migrate it: build the schema now.
+                await upgrade_engine(engine)
+            elif check_schema:
                 await require_head(engine)
             return cls(
                 engine,
