@@ -1,0 +1,273 @@
+"""What the SQL backend promises beyond the shared contract: appends and the token window
+cost the same at any log length (index seeks only), racing writers on separate engines never
+collide, delete leaves no row behind, and dialect limits surface as typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import event, func, select, text
+
+from statecore.errors import StateTooLargeError
+from statecore.models import KVScope, Message, SessionRef
+from statecore.store.migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql.schema import metadata
+from tests.dbs import fresh_database
+
+DIALECTS = [
+    pytest.param("sqlite"),
+    pytest.param("postgresql", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mariadb),
+]
+REF = SessionRef(namespace="sql", agent_id="agent", session_id="s1")
+
+
+@pytest.fixture(scope="module", params=DIALECTS)
+async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    async with fresh_database(request.param, "sqlb") as database_url:
+        await upgrade_database(database_url)
+        yield database_url
+
+
+@pytest.fixture
+async def store(url: str) -> AsyncIterator[SqlStateStore]:
+    opened = await SqlStateStore.connect(url)
+    async with opened.transaction() as tx:
+        await tx.sessions.delete_namespace("sql")
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+class StatementLog:
+    """Every statement (and its parameters) the store's engine sends while recording."""
+
+    def __init__(self, store: SqlStateStore) -> None:
+        self.statements: list[tuple[str, Any]] = []
+        self.recording = False
+        event.listen(store.engine.sync_engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if self.recording:
+            self.statements.append((statement, params))
+
+    async def during(self, work: Any) -> list[tuple[str, Any]]:
+        self.statements, self.recording = [], True
+        try:
+            await work()
+        finally:
+            self.recording = False
+        return [(s, p) for s, p in self.statements if not s.lstrip().upper().startswith("BEGIN")]
+
+
+def _turn(n: int, words: int = 3) -> list[Message]:
+    return [Message(role="user", content=" ".join(["word"] * words)) for _ in range(n)]
+
+
+async def test_append_and_tail_issue_the_same_statements_at_any_log_length(
+    store: SqlStateStore,
+) -> None:
+    log = StatementLog(store)
+
+    async def append(turn: str) -> None:
+        async with store.transaction() as tx:
+            await tx.conversation.append(REF, turn, _turn(2))
+
+    async def tail() -> None:
+        async with store.transaction() as tx:
+            await tx.conversation.tail(REF, max_tokens=50, max_messages=20)
+
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+        await tx.conversation.append(REF, "seed", _turn(10))
+    short_append = await log.during(lambda: append("short"))
+    short_tail = await log.during(tail)
+
+    async with store.transaction() as tx:
+        await tx.conversation.append(REF, "bulk", _turn(3000))
+    long_append = await log.during(lambda: append("long"))
+    long_tail = await log.during(tail)
+
+    assert [s for s, _ in short_append] == [s for s, _ in long_append]
+    assert [s for s, _ in short_tail] == [s for s, _ in long_tail]
+    # Session row, existing indexes of the turn, insert, counters; then session + window.
+    assert len(long_append) == 4 and len(long_tail) == 2
+    assert not any("count(" in s.lower() for s, _ in long_append + long_tail)
+
+
+async def test_log_queries_are_index_seeks_on_sqlite(tmp_path: Any) -> None:
+    """SQLite's planner shows every statement append/tail/turn_messages runs as a SEARCH on
+    an index, never a SCAN of the messages table."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'plan.db'}"
+    await upgrade_database(database_url)
+    store = await SqlStateStore.connect(database_url)
+    try:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+            await tx.conversation.append(REF, "seed", _turn(50))
+        log = StatementLog(store)
+
+        async def work() -> None:
+            async with store.transaction() as tx:
+                await tx.conversation.append(REF, "t1", _turn(2))
+                await tx.conversation.tail(REF, max_tokens=40)
+                await tx.conversation.turn_messages(REF, "seed")
+                await tx.conversation.messages(REF, from_seq=10, to_seq=20)
+
+        statements = await log.during(work)
+        plans: list[str] = []
+        async with store.engine.connect() as conn:
+            for statement, params in statements:
+                if statement.lstrip().upper().startswith(("SELECT", "UPDATE")):
+                    rows = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
+                    plans.extend(row[-1] for row in rows)
+    finally:
+        await store.close()
+    assert plans
+    scans = [p for p in plans if p.startswith("SCAN") and "messages" in p]
+    assert scans == [], plans
+
+
+async def test_racing_ensures_and_appends_from_separate_engines(url: str) -> None:
+    stores = [await SqlStateStore.connect(url) for _ in range(5)]
+    ref = SessionRef(namespace="race", agent_id="agent", session_id="shared")
+    start = asyncio.Event()
+
+    async def turn(store: SqlStateStore, n: int) -> None:
+        await start.wait()
+        for i in range(4):
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(ref)
+                await tx.conversation.append(ref, f"w{n}-t{i}", _turn(2))
+
+    try:
+        racers = [asyncio.create_task(turn(s, n)) for n, s in enumerate(stores)]
+        start.set()
+        await asyncio.gather(*racers)
+        async with stores[0].transaction() as tx:
+            info = await tx.sessions.get(ref)
+            log = await tx.conversation.messages(ref)
+            await tx.sessions.delete(ref)
+    finally:
+        for store in stores:
+            await store.close()
+    assert info is not None and info.message_count == len(log) == 5 * 4 * 2
+    assert [m.seq for m in log] == list(range(1, len(log) + 1))
+    running = 0
+    for message in log:
+        running += message.tokens
+        assert message.cumulative_tokens == running
+    assert info.token_total == running
+
+
+async def test_delete_leaves_no_row_of_the_session_behind(store: SqlStateStore) -> None:
+    other = SessionRef(namespace="sql", agent_id="agent", session_id="other")
+    for ref in (REF, other):
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(ref)
+            await tx.conversation.append(ref, "t", _turn(3))
+            await tx.conversation.add_hint(ref, "hint")
+            await tx.flow.save(ref, "f", "step", {"k": 1})
+            await tx.orchestration.advance_sequence(ref)
+            await tx.kv.put(ref.kv_scope, "b", "k", 1)
+            await tx.state.create(ref.namespace, ref.session_id, ref.agent_id, {"s": 1})
+    before = await _row_counts(store)
+    async with store.transaction() as tx:
+        assert await tx.sessions.delete(REF) is True
+    after = await _row_counts(store)
+    # Exactly one session's rows went: the other session's are all still there.
+    assert {table: before[table] - after[table] for table in before} == {
+        "sessions": 1,
+        "messages": 3,
+        "hints": 1,
+        "flow_checkpoints": 1,
+        "orchestration_states": 1,
+        "kv_entries": 1,
+        "scoped_states": 1,
+    }
+
+
+async def _row_counts(store: SqlStateStore) -> dict[str, int]:
+    async with store.engine.connect() as conn:
+        return {
+            name: int(await conn.scalar(select(func.count()).select_from(table)) or 0)
+            for name, table in metadata.tables.items()
+        }
+
+
+async def test_timestamps_from_any_timezone_come_back_as_the_same_utc_instant(url: str) -> None:
+    local = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    store = await SqlStateStore.connect(url, clock=lambda: local)
+    try:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+            await tx.kv.put(KVScope(namespace="sql"), "b", "k", 1, ttl_seconds=1.5)
+        async with store.transaction() as tx:
+            info = await tx.sessions.get(REF)
+            entry = await tx.kv.get(KVScope(namespace="sql"), "b", "k")
+            await tx.sessions.delete_namespace("sql")
+    finally:
+        await store.close()
+    assert info is not None and entry is not None
+    assert info.created_at == local and info.created_at.tzinfo == UTC
+    assert entry.expires_at == local + timedelta(seconds=1.5)
+
+
+@pytest.mark.mariadb
+async def test_document_over_the_servers_packet_limit_is_a_typed_error(tmp_path: Any) -> None:
+    async with fresh_database("mysql", "packet") as database_url:
+        await upgrade_database(database_url)
+        store = await SqlStateStore.connect(database_url)
+        try:
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+            # Stand in for a server left at a small max_allowed_packet.
+            store._max_packet_bytes = 1024 * 1024
+            big = {"blob": "x" * (2 * 1024 * 1024)}
+            with pytest.raises(StateTooLargeError, match="max_allowed_packet"):
+                async with store.transaction() as tx:
+                    await tx.state.create("sql", "task", "agent", big)
+            with pytest.raises(StateTooLargeError, match="max_allowed_packet"):
+                async with store.transaction() as tx:
+                    await tx.flow.save(REF, "f", "step", big)
+            async with store.transaction() as tx:
+                assert await tx.state.get("sql", "task", "agent") is None
+                assert await tx.flow.count(REF) == 0
+        finally:
+            await store.close()
+
+
+async def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: Any) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'wal.db'}"
+    await upgrade_database(database_url)
+    store = await SqlStateStore.connect(database_url)
+    try:
+        async with store.engine.connect() as conn:
+            journal = await conn.scalar(text("PRAGMA journal_mode"))
+            foreign_keys = await conn.scalar(text("PRAGMA foreign_keys"))
+    finally:
+        await store.close()
+    assert (journal, foreign_keys) == ("wal", 1)
+
+
+async def test_in_memory_sqlite_is_migrated_on_connect_and_serialises_transactions() -> None:
+    store = await SqlStateStore.connect("sqlite+aiosqlite://")
+
+    async def turn(n: int) -> None:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+            await tx.conversation.append(REF, f"t{n}", _turn(1))
+
+    try:
+        await asyncio.gather(*(turn(n) for n in range(8)))
+        async with store.transaction() as tx:
+            info = await tx.sessions.get(REF)
+    finally:
+        await store.close()
+    assert info is not None and info.last_seq == info.message_count == 8
