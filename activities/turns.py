@@ -34,16 +34,20 @@ from statecore.turnlog import commit_turn, find_turn
 
 T = TypeVar("T")
 
-#: How often a running model call reports liveness (well under the heartbeat timeout).
-HEARTBEAT_EVERY_SECONDS = 5.0
+#: Longest pause between liveness reports of a running model call.
+MAX_HEARTBEAT_EVERY_SECONDS = 5.0
 
 
 async def _heartbeating(work: Awaitable[T]) -> T:
     """Await ``work`` while heartbeating, so a dead worker is noticed by the heartbeat
     timeout instead of the (much longer) start-to-close timeout."""
+    timeout = activity.info().heartbeat_timeout
+    every = MAX_HEARTBEAT_EVERY_SECONDS
+    if timeout:
+        every = min(every, timeout.total_seconds() / 3)
     task = asyncio.ensure_future(work)
     while True:
-        done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_SECONDS)
+        done, _ = await asyncio.wait({task}, timeout=every)
         if done:
             return task.result()
         activity.heartbeat()

@@ -123,6 +123,11 @@ class SessionInput(StatecoreModel):
     ttl_seconds: int = Field(default=DEFAULT_SESSION_TTL_SECONDS, ge=1, le=10 * 365 * 86400)
     delete_on_close: bool = False
     auto_summarize: bool = True
+    #: A model call may take this long per attempt; it is retried with backoff after that.
+    model_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    #: A model call's worker must report liveness this often; a dead worker's turn is retried
+    #: on another worker after this long.
+    model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=1900)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None

@@ -75,7 +75,13 @@ class AgentSession:
     def __init__(self, input: SessionInput) -> None:
         self._input = input
         self._cp = input.checkpoint.model_copy(deep=True) if input.checkpoint else TurnCheckpoint()
-        self._session = TurnSession(input.ref, profile=input.profile, model=input.model)
+        self._session = TurnSession(
+            input.ref,
+            profile=input.profile,
+            model=input.model,
+            model_timeout=timedelta(seconds=input.model_timeout_seconds),
+            model_heartbeat=timedelta(seconds=input.model_heartbeat_seconds),
+        )
         self._session.turn_number = self._cp.turn
         # One turn or control operation at a time, in arrival order.
         self._lock = asyncio.Lock()
@@ -170,6 +176,9 @@ class AgentSession:
         # Input is taken raw and validated here and in the validator, so a malformed turn
         # gets a typed rejection instead of the SDK's generic "failed decoding arguments".
         input: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        # With update-with-start this handler runs in the same task as the run's start: the
+        # session must be loaded from SQL before the first turn is numbered.
+        await workflow.wait_condition(lambda: self._opened)
         async with self._lock:
             self._turns_this_run += 1
             self._last_activity = workflow.now()
@@ -401,6 +410,7 @@ class AgentSession:
         self._show()
 
     async def _control(self, activity: str, arg: ControlInput) -> ControlResult:
+        await workflow.wait_condition(lambda: self._opened)
         out: ControlResult = await self._session.run_sql(activity, arg, ControlResult)
         self._stores = out.report.stores
         self._apply_snapshot(out.snapshot)

@@ -1,0 +1,196 @@
+"""Long life: continue-as-new under traffic, migration, a killed worker, TTL close and reopen."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from statecore.devserver import DevServer, start_dev_server
+from statecore.models import SessionRef
+from statecore.store import open_store
+from tests.dbs import fresh_database
+from tests.temporal.conftest import Env, running_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def sql_messages(url: str, agent: str, session: str) -> list:
+    store = await open_store(url)
+    try:
+        async with store.transaction() as tx:
+            return await tx.conversation.messages(SessionRef(agent_id=agent, session_id=session))
+    finally:
+        await store.close()
+
+
+def assert_exactly_once(rows: list, turn_ids: list[str]) -> None:
+    """Every turn stored exactly once, in one contiguous user/assistant pair, in seq order."""
+    assert [m.seq for m in rows] == list(range(1, len(rows) + 1))
+    assert len(rows) == 2 * len(turn_ids)
+    pairs = list(zip(rows[0::2], rows[1::2], strict=True))
+    assert all(u.role == "user" and a.role == "assistant" for u, a in pairs)
+    assert all(u.turn_id == a.turn_id for u, a in pairs)
+    assert sorted(u.turn_id for u, _ in pairs) == sorted(turn_ids)
+
+
+@pytest.fixture(scope="module")
+async def small_history_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[DevServer]:
+    """A dev server that suggests continue-as-new after 60 events, so it happens in a test."""
+    logs = tmp_path_factory.mktemp("temporal-can")
+    server = await start_dev_server(
+        dynamic_config={"limit.historyCount.suggestContinueAsNew": "60"},
+        log_path=str(logs / "dev-server.log"),
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_continue_as_new_under_concurrent_traffic_loses_and_duplicates_nothing(
+    small_history_server: DevServer,
+) -> None:
+    async with (
+        fresh_database("sqlite", "can") as url,
+        running_env(small_history_server, url) as env,
+    ):
+
+        async def client_loop(c: int) -> list:
+            return [
+                await env.sessions.send(env.agent, "long", f"c{c} m{i}", turn_id=f"c{c}-{i}")
+                for i in range(15)
+            ]
+
+        results = [r for batch in await asyncio.gather(*map(client_loop, range(4))) for r in batch]
+        assert sorted(r.turn for r in results) == list(range(1, 61))
+        report = await env.sessions.describe(env.agent, "long")
+        assert report.checkpoint.runs > 1, "the session never continued as new"
+        assert report.checkpoint.turn == 60
+        rows = await sql_messages(url, env.agent, "long")
+        assert_exactly_once(rows, [f"c{c}-{i}" for c in range(4) for i in range(15)])
+        # A turn id from an earlier run still deduplicates (through SQL's turn records).
+        again = await env.sessions.send(env.agent, "long", "c0 m0", turn_id="c0-0")
+        assert again.duplicate and again.turn == next(
+            r.turn for r in results if r.turn_id == "c0-0"
+        )
+        assert len(await sql_messages(url, env.agent, "long")) == 120
+
+
+async def test_turn_cap_per_run_continues_as_new(env: Env) -> None:
+    for i in range(12):
+        await env.sessions.send(env.agent, "cap", f"m{i}", turn_id=f"k{i}", max_turns_per_run=5)
+    report = await env.sessions.describe(env.agent, "cap")
+    assert report.checkpoint.runs == 3
+    assert report.checkpoint.turn == 12
+    assert_exactly_once(
+        await sql_messages(env.database_url, env.agent, "cap"), [f"k{i}" for i in range(12)]
+    )
+
+
+async def test_migrate_moves_the_session_to_another_task_queue(dev_server: DevServer) -> None:
+    async with fresh_database("sqlite", "migrate") as url:
+        async with running_env(dev_server, url) as first:
+            agent = first.agent
+            await first.sessions.send(agent, "mv", "on the first worker", turn_id="m1")
+            second_queue = first.task_queue + "-b"
+            await first.sessions.migrate(agent, "mv", second_queue)
+            handle = first.sessions.handle(agent, "mv")
+            for _ in range(100):
+                desc = await handle.describe()
+                if desc.task_queue == second_queue:
+                    break
+                await asyncio.sleep(0.1)
+            assert desc.task_queue == second_queue
+        # The first worker is gone; only a worker on the second queue can answer now.
+        async with running_env(dev_server, url, task_queue=second_queue) as second:
+            result = await second.sessions.send(agent, "mv", "on the second worker", turn_id="m2")
+            assert result.turn == 2
+            assert "user messages: 2," in result.reply.content
+            report = await second.sessions.describe(agent, "mv")
+            assert report.checkpoint.runs == 2
+            assert (
+                "migrated" in (report.checkpoint.last_operation or "")
+                or report.checkpoint.turn == 2
+            )
+
+
+def start_worker(
+    address: str, queue: str, url: str, markers: Path, delay: float
+) -> subprocess.Popen:
+    (markers / "worker-ready").unlink(missing_ok=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.temporal.worker_process",
+            address,
+            queue,
+            url,
+            str(markers),
+            str(delay),
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+
+
+async def wait_for_file(path: Path, *, lines: int = 1, within: float = 30.0) -> None:
+    for _ in range(int(within * 10)):
+        if path.exists() and len(path.read_text().splitlines()) >= lines:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path} did not reach {lines} line(s) in {within}s")
+
+
+async def test_worker_killed_mid_turn_the_turn_completes_once(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    queue = env.task_queue + "-proc"
+    sessions = env.new_client()
+    sessions.task_queue = queue
+    worker = start_worker(dev_server.address, queue, env.database_url, tmp_path, delay=3.0)
+    replacement = None
+    try:
+        await wait_for_file(tmp_path / "worker-ready")
+        await sessions.send(env.agent, "kill", "first", turn_id="k1", model_heartbeat_seconds=2)
+        pending = asyncio.ensure_future(
+            sessions.send(env.agent, "kill", "second", turn_id="k2", model_heartbeat_seconds=2)
+        )
+        await wait_for_file(tmp_path / "model-calls", lines=2)  # turn k2 is inside the model
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        replacement = start_worker(dev_server.address, queue, env.database_url, tmp_path, delay=0.2)
+        result = await asyncio.wait_for(pending, timeout=90)
+        assert result.turn == 2 and not result.duplicate
+        calls = (tmp_path / "model-calls").read_text().splitlines()
+        assert len(calls) == 3, calls  # k1, k2 (killed), k2 again on the new worker
+        assert_exactly_once(await sql_messages(env.database_url, env.agent, "kill"), ["k1", "k2"])
+        after = await sessions.send(env.agent, "kill", "third", turn_id="k3")
+        assert after.turn == 3
+    finally:
+        for proc in (worker, replacement):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+async def test_idle_session_closes_after_ttl_and_reopens_from_sql(env: Env) -> None:
+    await env.sessions.send(env.agent, "ttl", "before the nap", turn_id="n1", ttl_seconds=2)
+    for _ in range(100):
+        if await env.sessions.status(env.agent, "ttl") == "WORKFLOW_EXECUTION_STATUS_COMPLETED":
+            break
+        await asyncio.sleep(0.2)
+    assert await env.sessions.status(env.agent, "ttl") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"
+    result = await env.sessions.send(env.agent, "ttl", "after the nap", turn_id="n2", ttl_seconds=2)
+    assert result.turn == 2
+    assert "user messages: 2," in result.reply.content  # the old turn came back from SQL
+    assert_exactly_once(await sql_messages(env.database_url, env.agent, "ttl"), ["n1", "n2"])
