@@ -42,6 +42,7 @@ SANDBOX_PASSTHROUGH = (
     "annotated_types",
     "statecore.models",
     "statecore.errors",
+    "statecore.context",
     "statecore.protocol",
 )
 

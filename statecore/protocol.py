@@ -11,11 +11,13 @@ so workflow history grows by a constant per turn.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, field_validator
 
-from statecore.errors import InvalidInputError, InvalidLimitError, UnknownStoreError
+from statecore.context import SessionProfile
+from statecore.errors import InvalidInputError, UnknownStoreError
 from statecore.models import (
     ALL_STORES,
     DEFAULT_NAMESPACE,
@@ -28,6 +30,7 @@ from statecore.models import (
     StateOperationResult,
     StoredMessage,
     TokenUsage,
+    ToolCall,
     validate_identifier,
     validate_key,
     validate_text,
@@ -76,19 +79,6 @@ ACT_CLOSE_SESSION = "statecore.close_session"
 def workflow_id_for(agent_id: str, session_id: str) -> str:
     """The default workflow id of a session: ``agent-session:{agent_id}:{session_id}``."""
     return f"agent-session:{agent_id}:{session_id}"
-
-
-class SessionProfile(StatecoreModel):
-    """Athyr's SessionProfile: the model's window and when summarize-compaction kicks in."""
-
-    max_tokens: int = Field(default=4096, ge=64, le=2_000_000)
-    summarization_threshold: int = Field(default=3000, ge=32, le=2_000_000)
-
-    @model_validator(mode="after")
-    def _threshold_fits(self) -> SessionProfile:
-        if self.summarization_threshold > self.max_tokens:
-            raise InvalidLimitError("summarization_threshold must not exceed max_tokens")
-        return self
 
 
 class TurnCheckpoint(StatecoreModel):
@@ -455,3 +445,65 @@ def stored_reply(messages: list[StoredMessage]) -> ReplyMessage:
                 content=m.content, tool_calls=[c.model_dump() for c in m.tool_calls]
             )
     return ReplyMessage(content="")
+
+
+# --- tools: what a tool-using workflow offers the model and how it runs a tool ---------------
+
+# The OpenAI function-name alphabet (the same rule as statecore.llm.ToolSpec).
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ToolBinding(StatecoreModel):
+    """A tool as the model sees it (``name``, ``description``, ``parameters``) bound to the
+    activity that runs it. Tools are user code: any activity taking ``ToolCallInput`` and
+    returning ``ToolCallResult`` can be bound. The timeouts bound how long a dead worker can
+    hold a call before it is retried elsewhere."""
+
+    name: str
+    activity: str
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    timeout_seconds: float = Field(default=60.0, gt=0, le=24 * 3600)
+    #: Set for long tools that heartbeat: a killed worker is noticed after this long.
+    heartbeat_seconds: float | None = Field(default=None, gt=0, le=3600)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _TOOL_NAME_RE.match(v):
+            raise InvalidInputError(
+                f"tool name {v!r} may use only letters, digits, '_' and '-' (1 to 64 characters)"
+            )
+        return v
+
+    @field_validator("activity")
+    @classmethod
+    def _activity(cls, v: str) -> str:
+        return validate_key(v)
+
+    def spec(self) -> dict[str, JsonValue]:
+        """What the model is offered (``statecore.llm.ToolSpec``'s shape)."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+class ToolCallInput(StatecoreModel):
+    """Input of a tool activity: the model's call (arguments as JSON text, as the model wrote
+    them) and the session it belongs to."""
+
+    ref: SessionRef
+    turn_id: str
+    call: ToolCall
+
+
+class ToolCallResult(StatecoreModel):
+    """What the tool tells the model; stored as the tool message's content."""
+
+    content: str
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        return validate_text(v, "tool result")
