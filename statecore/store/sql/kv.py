@@ -138,7 +138,8 @@ class SqlKVStore(KVStore):
             await self._ctx.conn.execute(
                 delete(kv_entries).where(self._the_key(scope, bucket, key), ~self._live())
             )
-            if not await self._insert(scope, bucket, key, columns):
+            row = self._new_row(scope, bucket, key, columns)
+            if not await self._ctx.insert_unless_duplicate(insert(kv_entries).values(row)):
                 current = await self._live_revision(scope, bucket, key)
                 raise _conflict(bucket, key, current, 0)
             return 1
@@ -156,18 +157,18 @@ class SqlKVStore(KVStore):
             raise _conflict(bucket, key, current, expected_revision)
         return expected_revision + 1
 
-    async def _insert(self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]) -> bool:
-        return await self._ctx.insert_unless_duplicate(
-            insert(kv_entries).values(
-                namespace=scope.namespace,
-                owner=scope.owner,
-                bucket=bucket,
-                key=key,
-                revision=1,
-                created_at=self._ctx.now,
-                **columns,
-            )
-        )
+    def _new_row(
+        self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "namespace": scope.namespace,
+            "owner": scope.owner,
+            "bucket": bucket,
+            "key": key,
+            "revision": 1,
+            "created_at": self._ctx.now,
+            **columns,
+        }
 
     async def _put_unconditionally(
         self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
@@ -177,15 +178,7 @@ class SqlKVStore(KVStore):
         # changes in order and they read the old expires_at.
         now = self._ctx.now
         expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
-        values = {
-            "namespace": scope.namespace,
-            "owner": scope.owner,
-            "bucket": bucket,
-            "key": key,
-            "revision": 1,
-            "created_at": now,
-            **columns,
-        }
+        values = self._new_row(scope, bucket, key, columns)
 
         def changes(proposed: Any) -> list[tuple[str, Any]]:
             return [
