@@ -1,14 +1,14 @@
 """The control plane: describe, reset, compact and sweep, shaped like Protolink's
 StateOperationResult so operators and programs read one report format.
 
-Each operation runs in one store transaction: a reset either clears exactly what was asked
-or nothing. Requests that cannot be honoured exactly are refused (ResetRefusedError), never
-widened to more state than was named.
+A reset runs in one store transaction: it clears exactly what was asked or nothing.
+Requests that cannot be honoured exactly are refused (ResetRefusedError), never widened to
+more state than was named.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from statecore.compaction import CompactionRequest, commit_compaction, prepare_compaction
@@ -24,7 +24,7 @@ from statecore.models import (
     validate_identifier,
 )
 from statecore.store.base import StateStore, StoreTransaction
-from statecore.store.slots import TASK_BUCKET_PREFIX, TOOL_BUCKET_PREFIX, clear_user_buckets
+from statecore.store.kv_partition import clear_store
 from statecore.summarize import ExtractiveSummarizer, Summarizer
 from statecore.tokens import TokenCounter
 
@@ -65,19 +65,22 @@ def resolve_store_names(stores: Sequence[str] | None) -> list[str]:
     return [name for name in ALL_STORES if name in stores]
 
 
-_Clearer = Callable[[StoreTransaction, SessionRef], Awaitable[int | bool]]
-
-# How each store of one session is cleared. The KV partitions are cut by bucket prefix,
-# which is exact because user buckets may not use the reserved tool./task. prefixes.
-_CLEARERS: dict[str, _Clearer] = {
-    "conversation": lambda tx, ref: tx.conversation.clear(ref),
-    "kv": lambda tx, ref: clear_user_buckets(tx.kv, ref.kv_scope),
-    "state": lambda tx, ref: tx.state.delete(ref.namespace, ref.session_id, ref.agent_id),
-    "flow": lambda tx, ref: tx.flow.clear(ref),
-    "orchestration": lambda tx, ref: tx.orchestration.reset(ref),
-    "tools": lambda tx, ref: tx.kv.clear(ref.kv_scope, TOOL_BUCKET_PREFIX),
-    "task": lambda tx, ref: tx.kv.clear(ref.kv_scope, TASK_BUCKET_PREFIX),
-}
+async def _clear_store(tx: StoreTransaction, ref: SessionRef, name: str) -> dict[str, int]:
+    """Clear one store of one session; returns what was removed, for the report."""
+    if name == "conversation":
+        messages = await tx.conversation.clear(ref)
+        # Turn records name seqs of the log just deleted: a re-sent turn id must run afresh.
+        records = await clear_store(tx.kv, ref.kv_scope, "conversation")
+        return {"removed": messages, "turn_records_removed": records}
+    if name == "state":
+        removed = int(await tx.state.delete(ref.namespace, ref.session_id, ref.agent_id))
+    elif name == "flow":
+        removed = await tx.flow.clear(ref)
+    elif name == "orchestration":
+        removed = int(await tx.orchestration.reset(ref))
+    else:  # kv, tools and task: partitions of the session's KV scope (see kv_partition)
+        removed = await clear_store(tx.kv, ref.kv_scope, name)
+    return {"removed": removed}
 
 
 async def reset_session_stores(
@@ -94,8 +97,7 @@ async def reset_session_stores(
         if not report.exists:
             result.missing.append(name)
         else:
-            removed = await _CLEARERS[name](tx, ref)
-            report.metadata["removed"] = int(removed)
+            report.metadata.update(await _clear_store(tx, ref, name))
             result.cleared.append(name)
         result.stores.append(report)
     return result

@@ -16,12 +16,7 @@ from pydantic import JsonValue
 
 from statecore.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
 from statecore.store.base import StoreTransaction
-from statecore.store.slots import (
-    TASK_BUCKET_PREFIX,
-    TOOL_BUCKET_PREFIX,
-    count_user_keys,
-    is_reserved_bucket,
-)
+from statecore.store.kv_partition import TOOL_BUCKET_PREFIX, bucket_store, store_key_counts
 
 #: Bytes of data the conversation report may carry (the window, summary, hints, prompt).
 CONVERSATION_DATA_BUDGET = 160 * 1024
@@ -57,9 +52,18 @@ def _names(names: Sequence[str]) -> list[JsonValue]:
 
 
 async def conversation_report(
-    tx: StoreTransaction, ref: SessionRef, info: SessionInfo, include_data: bool
+    tx: StoreTransaction,
+    ref: SessionRef,
+    info: SessionInfo,
+    include_data: bool,
+    *,
+    turn_records: int | None = None,
 ) -> StateStoreReport:
+    """The log's counters from the session header; ``turn_records`` (the committed-turn
+    records in the session's ``turn`` buckets) is counted when not given."""
     conv = tx.conversation
+    if turn_records is None:
+        turn_records = (await store_key_counts(tx.kv, ref.kv_scope))["conversation"]
     hints = await conv.hints(ref)
     summary = await conv.summary(ref)
     start = info.window_start_seq
@@ -78,10 +82,13 @@ async def conversation_report(
         "summary_through_seq": summary.through_seq if summary else None,
         "hints": len(hints),
         "system_prompt_set": info.system_prompt is not None,
+        "turn_records": turn_records,
     }
     report = StateStoreReport(
         name="conversation",
-        exists=bool(info.message_count or hints or summary or info.system_prompt is not None),
+        exists=bool(
+            info.message_count or hints or summary or info.system_prompt is not None or turn_records
+        ),
         items=info.message_count,
         tokens=info.token_total,
         metadata=metadata,
@@ -104,15 +111,6 @@ async def conversation_report(
     return report
 
 
-def kv_store_of(bucket: str) -> str:
-    """Which store a session-scope bucket belongs to: ``tools``, ``task`` or ``kv``."""
-    if bucket.startswith(TOOL_BUCKET_PREFIX):
-        return "tools"
-    if bucket.startswith(TASK_BUCKET_PREFIX):
-        return "task"
-    return "kv"
-
-
 def _kv_data(entries: list[JsonValue], metadata: dict[str, JsonValue]) -> JsonValue:
     kept, truncated = fit_items(entries, STORE_DATA_BUDGET)
     metadata["data_truncated"] = truncated
@@ -120,33 +118,33 @@ def _kv_data(entries: list[JsonValue], metadata: dict[str, JsonValue]) -> JsonVa
 
 
 async def kv_reports(
-    tx: StoreTransaction, ref: SessionRef, include_data: bool
+    tx: StoreTransaction, ref: SessionRef, counts: dict[str, int], include_data: bool
 ) -> list[StateStoreReport]:
-    """Reports for the session-scope KV partitions: ``kv`` (user), ``tools`` and ``task``."""
+    """Reports ``kv`` (the user's buckets), ``tools`` and ``task`` of the session scope,
+    from ``counts`` (``store_key_counts``)."""
     kv, scope = tx.kv, ref.kv_scope
     buckets = await kv.buckets(scope)
-    user = [b for b in buckets if not is_reserved_bucket(b)]
-    tools = [
-        b.removeprefix(TOOL_BUCKET_PREFIX) for b in buckets if b.startswith(TOOL_BUCKET_PREFIX)
-    ]
-    counts = {
-        "kv": await count_user_keys(kv, scope),
-        "tools": await kv.count(scope, TOOL_BUCKET_PREFIX),
-        "task": await kv.count(scope, TASK_BUCKET_PREFIX),
-    }
     metadata: dict[str, dict[str, JsonValue]] = {
-        "kv": {"buckets": _names(user)},
-        "tools": {"tools": _names(tools)},
+        "kv": {"buckets": _names([b for b in buckets if bucket_store(b) == "kv"])},
+        "tools": {
+            "tools": _names(
+                [b.removeprefix(TOOL_BUCKET_PREFIX) for b in buckets if bucket_store(b) == "tools"]
+            )
+        },
         "task": {},
     }
     reports = {
-        name: StateStoreReport(name=name, exists=count > 0, items=count, metadata=metadata[name])
-        for name, count in counts.items()
+        name: StateStoreReport(
+            name=name, exists=counts[name] > 0, items=counts[name], metadata=metadata[name]
+        )
+        for name in ("kv", "tools", "task")
     }
     if include_data:
         grouped: dict[str, list[JsonValue]] = {"kv": [], "tools": [], "task": []}
         for entry in await kv.entries(scope):
-            grouped[kv_store_of(entry.bucket)].append(entry.model_dump(mode="json"))
+            owner = bucket_store(entry.bucket)
+            if owner in grouped:  # turn records are the conversation's bookkeeping
+                grouped[owner].append(entry.model_dump(mode="json"))
         for name, report in reports.items():
             report.data = _kv_data(grouped[name], report.metadata)
     return [reports["kv"], reports["tools"], reports["task"]]
@@ -232,9 +230,12 @@ async def inspect_session(
         absent = {name: StateStoreReport(name=name) for name in ALL_STORES}
         absent["state"] = state
         return [absent[name] for name in ALL_STORES]
-    kv, tools, task = await kv_reports(tx, ref, include_data)
+    counts = await store_key_counts(tx.kv, ref.kv_scope)
+    kv, tools, task = await kv_reports(tx, ref, counts, include_data)
     reports = {
-        "conversation": await conversation_report(tx, ref, info, include_data),
+        "conversation": await conversation_report(
+            tx, ref, info, include_data, turn_records=counts["conversation"]
+        ),
         "kv": kv,
         "state": state,
         "flow": await flow_report(tx, ref, include_data),

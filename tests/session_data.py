@@ -9,10 +9,12 @@ from statecore.errors import SessionNotFoundError
 from statecore.models import Message, SessionRef
 from statecore.store.base import StateStore
 from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.turnlog import TURN_BUCKET, TURN_META_BUCKET
 
 
 async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> None:
-    """Fill all seven stores of ``ref``: two messages and one flow checkpoint per turn,
+    """Fill all seven stores of ``ref``: two messages, a turn record and one flow
+    checkpoint per turn,
     a summary of turn 0 with the window after it, a hint, user KV (JSON and bytes), tool
     data, a task with history, scoped state and orchestration state."""
     async with store.transaction() as tx:
@@ -28,6 +30,9 @@ async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> Non
                 ],
             )
             await tx.flow.save(ref, "plan", f"step-{turn}", {"turn": turn})
+            # What statecore.turnlog records for each committed turn.
+            await tx.kv.put(ref.kv_scope, TURN_BUCKET, f"turn-{turn}", {"turn": turn + 1})
+            await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, "latest", {"turn": turn + 1})
         await tx.conversation.set_summary(ref, "The user asked question 0.", 2)
         await tx.conversation.set_window_start(ref, 3)
         await tx.conversation.add_hint(ref, "prefer metric units")

@@ -72,7 +72,14 @@ async def test_session_round_trip_between_backends(store, target_store):
     exported = await export_session(store, REF)
     assert exported.format == "statecore.session" and exported.schema_version == 1
     assert len(exported.messages) == 6 and len(exported.flows) == 3
-    assert {e.bucket for e in exported.kv} == {"prefs", "blobs", "tool.search", "task.records"}
+    assert {e.bucket for e in exported.kv} == {
+        "prefs",
+        "blobs",
+        "tool.search",
+        "task.records",
+        "turn",  # turn records travel, so a re-sent turn id stays deduplicated after import
+        "turn.meta",
+    }
     data = dump_bundle(exported)
     loaded = load_bundle(data)
     assert loaded == exported

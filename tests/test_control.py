@@ -13,6 +13,7 @@ from statecore.errors import ResetRefusedError, UnknownStoreError
 from statecore.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.store.slots import TaskSlots, ToolSlots
 from statecore.tokens import TokenCounter
+from statecore.turnlog import TURN_BUCKET, TURN_META_BUCKET
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
 
@@ -70,6 +71,7 @@ async def test_describe_counts_every_store(populated):
     assert conv.metadata["has_summary"] is True
     assert conv.metadata["hints"] == 1
     assert conv.metadata["system_prompt_set"] is True
+    assert conv.metadata["turn_records"] == 4  # three turns and the latest-turn marker
     assert by_name["kv"].items == 2  # prefs/theme, blobs/b: the slots are counted apart
     assert by_name["kv"].metadata["buckets"] == ["blobs", "prefs"]
     assert by_name["tools"].items == 1 and by_name["tools"].metadata["tools"] == ["search"]
@@ -183,7 +185,25 @@ async def test_reset_kv_spares_slot_buckets_even_with_lookalike_user_buckets(pop
     async with populated.transaction() as tx:
         assert await ToolSlots(tx, REF).get("search", "last") is not None
         assert await TaskSlots(tx, REF).get("task-1") is not None
-        assert await tx.kv.buckets(REF.kv_scope) == ["task.records", "tool.search"]
+        assert await tx.kv.buckets(REF.kv_scope) == [
+            "task.records",
+            "tool.search",
+            TURN_BUCKET,
+            TURN_META_BUCKET,
+        ]
+
+
+async def test_turn_records_go_with_the_conversation_not_with_kv(populated):
+    kv_only = await reset(populated, REF, stores=["kv"])
+    assert kv_only.cleared == ["kv"]
+    async with populated.transaction() as tx:
+        assert await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-0") is not None
+    conv = await reset(populated, REF, stores=["conversation"])
+    assert conv.stores[0].metadata["turn_records_removed"] == 4
+    async with populated.transaction() as tx:
+        assert await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-0") is None
+        assert await tx.kv.get(REF.kv_scope, TURN_META_BUCKET, "latest") is None
+        assert await ToolSlots(tx, REF).get("search", "last") is not None
 
 
 async def test_reset_reports_named_stores_that_held_nothing(store):

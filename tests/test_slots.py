@@ -13,14 +13,14 @@ from statecore.errors import (
     NotFoundError,
 )
 from statecore.models import SessionRef
-from statecore.store.slots import (
-    TASK_BUCKET,
-    TaskSlots,
-    ToolSlots,
-    clear_user_buckets,
-    count_user_keys,
-    validate_user_bucket,
+from statecore.store.kv_partition import (
+    bucket_key_counts,
+    bucket_store,
+    clear_store,
+    store_key_counts,
 )
+from statecore.store.slots import TASK_BUCKET, TaskSlots, ToolSlots, validate_user_bucket
+from statecore.turnlog import TURN_BUCKET, TURN_META_BUCKET
 from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")
@@ -36,15 +36,22 @@ async def store(request, tmp_path):
         yield store
 
 
-@pytest.mark.parametrize("bucket", ["tool.search", "task.records", "task.x", "tool", "task"])
+@pytest.mark.parametrize(
+    "bucket", ["tool.search", "task.records", "task.x", "tool", "task", "turn", "turn.meta"]
+)
 def test_reserved_buckets_are_refused(bucket):
     with pytest.raises(InvalidIdentifierError, match="reserved"):
         validate_user_bucket(bucket)
 
 
-@pytest.mark.parametrize("bucket", ["tools", "tasks", "toolbox", "prefs", "t", "too_"])
+@pytest.mark.parametrize("bucket", ["tools", "tasks", "toolbox", "prefs", "t", "too_", "turnip"])
 def test_ordinary_buckets_pass(bucket):
     assert validate_user_bucket(bucket) == bucket
+    assert bucket_store(bucket) == "kv"
+
+
+def test_turn_records_belong_to_the_conversation():
+    assert bucket_store(TURN_BUCKET) == bucket_store(TURN_META_BUCKET) == "conversation"
 
 
 def test_malformed_bucket_is_refused():
@@ -103,22 +110,44 @@ async def test_bad_tool_name_is_refused_and_nothing_written(store):
         assert await tx.kv.buckets(REF.kv_scope) == []
 
 
-async def test_user_kv_and_slots_count_and_clear_separately(store):
+async def test_each_kv_store_counts_and_clears_only_its_own_buckets(store):
+    scope = REF.kv_scope
     async with store.transaction() as tx:
-        scope = REF.kv_scope
         await tx.kv.put(scope, "prefs", "theme", "dark")
-        # "too_" would match "tool." under an unescaped SQL LIKE; "t" is a plain prefix.
-        await tx.kv.put(scope, "too_", "k", 1)
-        await tx.kv.put(scope, "t", "k", 1)
+        # Lookalikes: under an unescaped SQL LIKE "too_" matches "tool."; "t" and "turnip"
+        # share a prefix with reserved names ("turnip" even extends the "turn" bucket).
+        for bucket in ("too_", "t", "turnip"):
+            await tx.kv.put(scope, bucket, "k", 1)
         await ToolSlots(tx, REF).put("search", "k", 1)
         await TaskSlots(tx, REF).upsert("task-1", {"a": 1})
-        assert await count_user_keys(tx.kv, scope) == 3
+        await tx.kv.put(scope, TURN_BUCKET, "turn-1", {"turn": 1})
+        await tx.kv.put(scope, TURN_META_BUCKET, "latest", {"turn": 1})
+        assert await store_key_counts(tx.kv, scope) == {
+            "conversation": 2,
+            "kv": 4,
+            "tools": 1,
+            "task": 1,
+        }
+        counts = await bucket_key_counts(tx.kv, scope)
+        assert counts["turn"] == 1 and counts["turnip"] == 1 and counts["t"] == 1
     async with store.transaction() as tx:
-        assert await clear_user_buckets(tx.kv, REF.kv_scope) == 3
+        assert await clear_store(tx.kv, scope, "kv") == 4
     async with store.transaction() as tx:
-        assert await count_user_keys(tx.kv, REF.kv_scope) == 0
-        assert await ToolSlots(tx, REF).get("search", "k") is not None
-        assert await TaskSlots(tx, REF).get("task-1") is not None
+        assert await store_key_counts(tx.kv, scope) == {
+            "conversation": 2,
+            "kv": 0,
+            "tools": 1,
+            "task": 1,
+        }
+        await tx.kv.put(scope, "turnip", "k", 1)
+        assert await clear_store(tx.kv, scope, "conversation") == 2
+    async with store.transaction() as tx:
+        assert await store_key_counts(tx.kv, scope) == {
+            "conversation": 0,
+            "kv": 1,
+            "tools": 1,
+            "task": 1,
+        }
 
 
 async def test_task_lifecycle_records_history(store):

@@ -2,21 +2,20 @@
 
 Both are thin facades over ``StoreTransaction.kv``: no backend code lives here, so every
 backend gets them for free. Tool data lives in buckets ``tool.<tool name>``, task records in
-the bucket ``task.records``. User buckets may not use the ``tool.`` and ``task.`` prefixes
-(``validate_user_bucket``), which keeps "reset kv", "reset tools" and "reset task" exact:
-each clears its own buckets and never another's.
+the bucket ``task.records``. User buckets may not use these names (``validate_user_bucket``,
+see ``statecore.store.kv_partition``), which keeps "reset kv", "reset tools" and "reset task"
+exact: each clears its own buckets and never another's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from statecore.errors import InvalidIdentifierError, InvalidInputError, NotFoundError
+from statecore.errors import InvalidInputError, NotFoundError
 from statecore.models import (
     MAX_PAGE_SIZE,
     KeyPage,
     KVEntry,
-    KVScope,
     SessionRef,
     TaskRecord,
     TaskTransition,
@@ -24,38 +23,18 @@ from statecore.models import (
     validate_key,
     validate_text,
 )
-from statecore.store.base import KVStore, StoreTransaction
+from statecore.store.base import StoreTransaction
+from statecore.store.kv_partition import (
+    TASK_BUCKET_PREFIX,
+    TOOL_BUCKET_PREFIX,
+    clear_bucket,
+    validate_user_bucket,
+)
 
-TOOL_BUCKET_PREFIX = "tool."
-TASK_BUCKET_PREFIX = "task."
-TASK_BUCKET = "task.records"
-RESERVED_BUCKET_PREFIXES: tuple[str, ...] = (TOOL_BUCKET_PREFIX, TASK_BUCKET_PREFIX)
-#: Bare names refused too: a user bucket called "task" would read like the task slot.
-RESERVED_BUCKET_NAMES: tuple[str, ...] = ("tool", "task")
+TASK_BUCKET = TASK_BUCKET_PREFIX + "records"
 #: Where a new task starts (the A2A/Protolink initial task state).
 INITIAL_TASK_STATE = "submitted"
 MAX_REASON_LENGTH = 2000
-
-
-def is_reserved_bucket(bucket: str) -> bool:
-    """True for buckets that belong to the tools or task slot."""
-    return bucket.startswith(RESERVED_BUCKET_PREFIXES)
-
-
-def validate_user_bucket(bucket: str) -> str:
-    """Return ``bucket`` if user code may use it through the public KV surface.
-
-    Raises InvalidIdentifierError for malformed names and for the reserved ``tool.``/``task.``
-    namespaces, which only ToolSlots and TaskSlots write."""
-    validate_identifier(bucket, "bucket")
-    if bucket in RESERVED_BUCKET_NAMES or is_reserved_bucket(bucket):
-        raise InvalidIdentifierError(
-            f"bucket {bucket!r} is reserved: buckets named 'tool'/'task' or starting with "
-            "'tool.'/'task.' hold the tools and task slots; use ToolSlots/TaskSlots for that "
-            "data or pick another bucket name",
-            value=bucket,
-        )
-    return bucket
 
 
 def tool_bucket(tool: str) -> str:
@@ -108,53 +87,9 @@ class ToolSlots:
         """Delete one tool's data, or every tool's when ``tool`` is None; returns keys deleted."""
         if tool is None:
             return await self._kv.clear(self._scope, TOOL_BUCKET_PREFIX)
-        bucket = tool_bucket(tool)
-        # A prefix clear of "tool.web" would also hit "tool.websearch": delete key by key
-        # unless no other tool bucket shares the prefix.
-        others = [b for b in await self._kv.buckets(self._scope) if b.startswith(bucket)]
-        if others == [bucket] or not others:
-            return await self._kv.clear(self._scope, bucket)
-        return await delete_bucket_keys(self._kv, self._scope, bucket)
-
-
-async def delete_bucket_keys(kv: KVStore, scope: KVScope, bucket: str) -> int:
-    """Delete every live key of exactly one bucket (no prefix match), page by page."""
-    deleted = 0
-    after: str | None = None
-    while True:
-        page = await kv.list_keys(scope, bucket, "", limit=MAX_PAGE_SIZE, after=after)
-        for key in page.keys:
-            deleted += int(await kv.delete(scope, bucket, key))
-        if page.next_after is None:
-            return deleted
-        after = page.next_after
-
-
-async def count_user_keys(kv: KVStore, scope: KVScope) -> int:
-    """Live keys of the scope outside the reserved tool/task buckets."""
-    total = await kv.count(scope)
-    for prefix in RESERVED_BUCKET_PREFIXES:
-        total -= await kv.count(scope, prefix)
-    return total
-
-
-async def user_buckets(kv: KVStore, scope: KVScope) -> list[str]:
-    return sorted(b for b in await kv.buckets(scope) if not is_reserved_bucket(b))
-
-
-async def clear_user_buckets(kv: KVStore, scope: KVScope) -> int:
-    """Delete the scope's user KV data and nothing of the tools/task slots; returns keys
-    deleted. A bucket is cleared by prefix (one statement) unless a reserved bucket starts
-    with its name (user bucket "tool" vs "tool.search"), then key by key."""
-    buckets = await kv.buckets(scope)
-    reserved = [b for b in buckets if is_reserved_bucket(b)]
-    deleted = 0
-    for bucket in sorted(b for b in buckets if not is_reserved_bucket(b)):
-        if any(r.startswith(bucket) for r in reserved):
-            deleted += await delete_bucket_keys(kv, scope, bucket)
-        else:
-            deleted += await kv.clear(scope, bucket)
-    return deleted
+        # clear_bucket keeps "tool.web" from reaching into "tool.websearch".
+        present = await self._kv.buckets(self._scope)
+        return await clear_bucket(self._kv, self._scope, tool_bucket(tool), present)
 
 
 class TaskSlots:
@@ -250,3 +185,13 @@ class TaskSlots:
             if page.next_after is None:
                 return records
             after = page.next_after
+
+
+__all__ = [
+    "INITIAL_TASK_STATE",
+    "TASK_BUCKET",
+    "TaskSlots",
+    "ToolSlots",
+    "tool_bucket",
+    "validate_user_bucket",
+]
