@@ -189,7 +189,8 @@ async def _restore_checked(tx: StoreTransaction, bundle: SessionBundle, target: 
 
 async def _clear_target(tx: StoreTransaction, target: SessionRef) -> None:
     await tx.sessions.delete(target)
-    # The scoped state can exist without a session header; delete() only covers it with one.
+    # The scoped state can exist without a session header, and the contract promises
+    # delete()'s cascade only for sessions that exist.
     await tx.state.delete(target.namespace, target.session_id, target.agent_id)
 
 
