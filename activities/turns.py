@@ -30,6 +30,7 @@ from statecore.protocol import (
     ReadStateInput,
     ReadStateResult,
 )
+from statecore.store.slots import validate_user_bucket
 from statecore.turnlog import commit_turn, find_turn
 
 T = TypeVar("T")
@@ -117,6 +118,7 @@ class TurnActivities:
     @activity.defn(name=ACT_READ_KV)
     @typed_errors
     async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
+        validate_user_bucket(input.bucket)
         async with self._r.store.transaction() as tx:
             return await tx.kv.get(input.ref.kv_scope, input.bucket, input.key)
 

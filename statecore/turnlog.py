@@ -18,6 +18,7 @@ from statecore.errors import RevisionConflictError
 from statecore.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
 from statecore.protocol import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.store.base import StoreTransaction
+from statecore.store.slots import validate_user_bucket
 
 #: Reserved KV buckets of a session (never writable through the public KV surface).
 TURN_BUCKET = "turn"
@@ -46,6 +47,10 @@ async def commit_turn(tx: StoreTransaction, commit: CommitTurnInput) -> CommitTu
     if existing is not None:
         return existing
 
+    # User KV writes may not touch reserved buckets (turn records, tool and task slots):
+    # checked before anything is written, so a bad op leaves the whole turn uncommitted.
+    for op in commit.kv:
+        validate_user_bucket(op.bucket)
     await tx.sessions.ensure(ref)
     stored: list[StoredMessage] = []
     if commit.messages:
