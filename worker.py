@@ -49,6 +49,7 @@ def parse_config(argv: list[str] | None = None) -> WorkerConfig:
     p.add_argument("--data-dir", default=defaults.data_dir, help="where --dev keeps its files")
     p.add_argument("--log-level", default=env.get("STATECORE_LOG_LEVEL", "INFO"))
     args = p.parse_args(argv)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # migration chatter at start
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
