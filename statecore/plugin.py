@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -25,6 +25,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.control import ControlActivities
 from activities.resources import WorkerResources
 from activities.turns import TurnActivities
+from statecore.converter import statecore_data_converter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store import open_store
@@ -66,6 +67,12 @@ class StatecorePlugin(SimplePlugin):
         migrate: apply database migrations when the worker starts.
         default_ttl_seconds: idle TTL of sessions created without one.
         extra_workflows: more workflow classes to register (e.g. ones built on the turn API).
+        extra_activities: more activities to register (e.g. the tools of a tool-using agent).
+        activity_factories: callables given this worker's ``WorkerResources`` (store, models,
+            token counter) that return more activities, for activities that need the store
+            the plugin opens (e.g. ``activities.tools.example_tools``).
+        codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
+            ``statecore.codec.EncryptionCodec`` to keep workflow history encrypted.
     """
 
     def __init__(
@@ -79,6 +86,10 @@ class StatecorePlugin(SimplePlugin):
         default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
         extra_workflows: Sequence[type] = (),
         extra_activities: Sequence[Callable[..., Any]] = (),
+        activity_factories: Sequence[
+            Callable[[WorkerResources], Sequence[Callable[..., Any]]]
+        ] = (),
+        codec: PayloadCodec | None = None,
     ) -> None:
         if (database_url is None) == (store is None):
             raise ValueError("pass exactly one of database_url= or store=")
@@ -86,6 +97,8 @@ class StatecorePlugin(SimplePlugin):
             raise ValueError("database_url must be a string URL")
         if models is not None and "default" not in models:
             raise ValueError("models must include a 'default' entry")
+        if codec is not None and not isinstance(codec, PayloadCodec):
+            raise ValueError("codec must be a temporalio.converter.PayloadCodec")
         counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
         self.resources = WorkerResources(
             models=dict(models) if models else {"default": OfflineModel()}, counter=counter
@@ -109,10 +122,11 @@ class StatecorePlugin(SimplePlugin):
             control.compact,
             control.add_hint,
             *extra_activities,
+            *(made for factory in activity_factories for made in factory(self.resources)),
         ]
         super().__init__(
             PLUGIN_NAME,
-            data_converter=pydantic_data_converter,
+            data_converter=statecore_data_converter(codec),
             activities=activities,
             workflows=[*WORKFLOWS, *extra_workflows],
             workflow_runner=workflow_runner(),
