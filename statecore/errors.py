@@ -172,6 +172,23 @@ class ModelUnavailableError(ModelError):
     retryable = True
 
 
+# --- payload encryption (statecore.codec) ------------------------------------------------------
+
+
+class PayloadDecryptionError(StatecoreError):
+    """An encrypted payload could not be decrypted: it was altered, truncated or is not
+    statecore's format. Never passed on as ciphertext; find out who wrote it."""
+
+    code = "PayloadDecryptionFailed"
+
+
+class UnknownEncryptionKeyError(PayloadDecryptionError):
+    """A payload names an encryption key id the keyring does not hold; add that key (older
+    keys stay in the keyring after a rotation until no history needs them)."""
+
+    code = "UnknownEncryptionKey"
+
+
 ERRORS_BY_CODE: dict[str, type[StatecoreError]] = {}
 
 
