@@ -8,7 +8,7 @@
 This is the only place (with the ``statecore`` CLI) that reads flags and the environment.
 Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, STATECORE_TASK_QUEUE,
 STATECORE_DATABASE_URL, STATECORE_MODEL, STATECORE_MODEL_BASE_URL, STATECORE_MODEL_API_KEY
-(or OPENAI_API_KEY), STATECORE_ENCODING.
+(or OPENAI_API_KEY), STATECORE_ENCODING, STATECORE_ENCRYPTION_KEYS.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ def parse_config(argv: list[str] | None = None) -> WorkerConfig:
     )
     p.add_argument("--model-base-url", default=env.get("STATECORE_MODEL_BASE_URL"))
     p.add_argument("--encoding", default=env.get("STATECORE_ENCODING", defaults.encoding))
+    p.add_argument(
+        "--encryption-keys",
+        default=env.get("STATECORE_ENCRYPTION_KEYS"),
+        help="encrypt payloads (AES-256-GCM): comma-separated id:base64key, newest last;"
+        " prefer the environment variable, flags show in the process list",
+    )
     p.add_argument("--no-migrate", action="store_true", help="do not apply database migrations")
     p.add_argument("--port", type=int, default=defaults.dev_port, help="dev server gRPC port")
     p.add_argument(
@@ -63,6 +69,7 @@ def parse_config(argv: list[str] | None = None) -> WorkerConfig:
         model_api_key=env.get("STATECORE_MODEL_API_KEY") or env.get("OPENAI_API_KEY"),
         encoding=args.encoding,
         migrate=not args.no_migrate,
+        encryption_keys=args.encryption_keys,
         dev=args.dev,
         dev_port=args.port,
         dev_ui_port=args.ui_port,

@@ -19,6 +19,7 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
 
 from statecore.devserver import DevServer, start_dev_server
@@ -48,6 +49,8 @@ class WorkerConfig:
     dev_ui_port: int = 8233
     data_dir: str = DEFAULT_DATA_DIR
     register_search_attributes: bool = True
+    #: ``"id:key,id:key"`` (newest last): encrypt every payload with AES-256-GCM (statecore.codec).
+    encryption_keys: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -56,6 +59,22 @@ def build_models(config: WorkerConfig) -> dict[str, ChatModel]:
         config.model, api_key=config.model_api_key, base_url=config.model_base_url
     )
     return {"default": model}
+
+
+def build_codec(config: WorkerConfig) -> PayloadCodec | None:
+    """The payload encryption codec ``encryption_keys`` asks for, or None."""
+    if not config.encryption_keys:
+        return None
+    # Imported only here: cryptography comes with the optional `encryption` extra.
+    from statecore.codec import EncryptionCodec, Keyring
+
+    keyring = Keyring.parse(config.encryption_keys)
+    log.info(
+        "payloads encrypted with key %r (keys held: %s)",
+        keyring.current.key_id,
+        ", ".join(keyring.key_ids),
+    )
+    return EncryptionCodec(keyring)
 
 
 async def ensure_search_attributes(client: Client, namespace: str) -> list[str]:
@@ -87,6 +106,7 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
+    codec = build_codec(config)  # a malformed key fails before anything starts
     server: DevServer | None = None
     address = config.address
     _prepare_directories(config)
@@ -105,6 +125,7 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
             models=build_models(config),
             encoding=config.encoding,
             migrate=config.migrate,
+            codec=codec,
         )
         client = await Client.connect(
             address, namespace=config.temporal_namespace, plugins=[plugin]

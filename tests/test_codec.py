@@ -182,3 +182,21 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
     # The shared pydantic converter is untouched: encrypting one client changes no other.
     assert pydantic_data_converter.payload_codec is None
     assert statecore_data_converter() is pydantic_data_converter
+
+
+def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from statecore.runtime import build_codec
+    from worker import parse_config
+
+    monkeypatch.setenv("STATECORE_ENCRYPTION_KEYS", f"env-old:{KEY_A},env-new:{KEY_B}")
+    codec = build_codec(parse_config([]))
+    assert isinstance(codec, EncryptionCodec)
+    assert codec.keyring.key_ids == ["env-old", "env-new"]
+
+    flagged = build_codec(parse_config(["--encryption-keys", f"flag:{KEY_A}"]))
+    assert isinstance(flagged, EncryptionCodec) and flagged.keyring.key_ids == ["flag"]
+
+    monkeypatch.delenv("STATECORE_ENCRYPTION_KEYS")
+    assert build_codec(parse_config([])) is None
+    with pytest.raises(ValueError, match="256"):
+        build_codec(parse_config(["--encryption-keys", f"short:{bytes(16).hex()}"]))
