@@ -13,6 +13,7 @@ from activities.resources import WorkerResources
 from statecore import control
 from statecore.compaction import CompactionRequest
 from statecore.llm import ModelSummarizer
+from statecore.metrics import record_compaction
 from statecore.models import StateOperationResult
 from statecore.protocol import (
     ACT_ADD_HINT,
@@ -79,6 +80,8 @@ class ControlActivities:
         report = await control.compact(
             self._r.store, input.ref, request, summarizer=summarizer, counter=self._r.counter
         )
+        if report.compacted:
+            record_compaction(activity.metric_meter(), request.strategy)
         after = await control.describe(self._r.store, input.ref)
         report.stores = after.stores
         return await self._result(input, report)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import activity
@@ -13,6 +16,7 @@ from activities.resources import WorkerResources
 from statecore.context import assemble_context
 from statecore.errors import RevisionConflictError
 from statecore.llm import ModelRequest, ModelResponse
+from statecore.metrics import record_turn
 from statecore.models import KVEntry, Message, ToolCall
 from statecore.protocol import (
     ACT_COMMIT_TURN,
@@ -34,6 +38,8 @@ from statecore.store.slots import validate_user_bucket
 from statecore.turnlog import commit_turn, find_turn
 
 T = TypeVar("T")
+
+log = logging.getLogger("statecore.turns")
 
 #: Longest pause between liveness reports of a running model call.
 MAX_HEARTBEAT_EVERY_SECONDS = 5.0
@@ -63,6 +69,7 @@ class TurnActivities:
     async def generate(self, input: GenerateInput) -> GenerateResult:
         """Assemble the context from SQL plus the turn's pending messages, call the model,
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
+        started = time.monotonic()
         store, counter = self._r.store, self._r.counter
         if input.commit is not None:
             async with store.transaction() as tx:
@@ -105,7 +112,7 @@ class TurnActivities:
                 },
             }
         )
-        out.commit = await _commit(self._r, commit)
+        out.commit = await _commit(self._r, commit, started)
         if out.commit.duplicate:
             return _duplicate(out.commit)
         return out
@@ -113,7 +120,7 @@ class TurnActivities:
     @activity.defn(name=ACT_COMMIT_TURN)
     @typed_errors
     async def commit_turn(self, input: CommitTurnInput) -> CommitTurnResult:
-        return await _commit(self._r, input)
+        return await _commit(self._r, input, time.monotonic())
 
     @activity.defn(name=ACT_READ_KV)
     @typed_errors
@@ -142,10 +149,14 @@ class TurnActivities:
         return ReadStateResult(state=found.state, version=found.version)
 
 
-async def _commit(resources: WorkerResources, commit: CommitTurnInput) -> CommitTurnResult:
+async def _commit(
+    resources: WorkerResources, commit: CommitTurnInput, started: float
+) -> CommitTurnResult:
+    """Commit a turn; a turn that really committed now (not a duplicate) is counted and
+    logged once, here, whichever activity completed it."""
     try:
         async with resources.store.transaction() as tx:
-            return await commit_turn(tx, commit)
+            done = await commit_turn(tx, commit)
     except RevisionConflictError:
         # A concurrent attempt of the same turn won; its transaction committed, ours rolled
         # back whole. Return what it stored.
@@ -154,6 +165,19 @@ async def _commit(resources: WorkerResources, commit: CommitTurnInput) -> Commit
         if done is None:
             raise
         return done
+    if not done.duplicate:
+        record_turn(
+            activity.metric_meter(), commit.usage, timedelta(seconds=time.monotonic() - started)
+        )
+        log.info(
+            "turn %d committed: messages %d-%d, %d prompt + %d completion tokens",
+            done.turn,
+            done.first_seq,
+            done.last_seq,
+            commit.usage.prompt_tokens,
+            commit.usage.completion_tokens,
+        )
+    return done
 
 
 def _duplicate(done: CommitTurnResult) -> GenerateResult:

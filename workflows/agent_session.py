@@ -20,6 +20,7 @@ from temporalio.common import SearchAttributeKey, SearchAttributePair
 from temporalio.exceptions import ApplicationError
 
 from statecore.errors import StatecoreError
+from statecore.metrics import record_rejection
 from statecore.models import StateOperationResult, StateStoreReport
 from statecore.protocol import (
     ACT_ADD_HINT,
@@ -211,7 +212,15 @@ class AgentSession:
 
     @send_message.validator
     def _validate_send(self, payload: Any) -> None:
-        # Synchronous and read-only: a rejection here adds nothing to history.
+        # Synchronous and read-only: a rejection here adds nothing to history, so the metric
+        # (the workflow meter, silent on replay) is the only trace it leaves.
+        try:
+            self._check_send(payload)
+        except ApplicationError as err:
+            record_rejection(workflow.metric_meter(), "send_message", err.type or "Rejected")
+            raise
+
+    def _check_send(self, payload: Any) -> None:
         status = self._cp.status
         if status == "paused":
             raise _reject(
@@ -267,7 +276,14 @@ class AgentSession:
             where = ".".join(str(p) for p in first.get("loc", ()))
             message = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
             code = "InvalidInput"
-        workflow.logger.warning("rejected %s: %s (%s)", operation, message, code)
+        workflow.logger.warning(
+            "rejected %s: %s (%s)",
+            operation,
+            message,
+            code,
+            extra={"session_id": self._input.session_id, "agent_id": self._input.agent_id},
+        )
+        record_rejection(workflow.metric_meter(), operation, str(code))
         self._rejections.append(
             Rejection(
                 operation=operation, code=str(code), message=message[:500], turn=self._cp.turn
