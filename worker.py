@@ -8,7 +8,9 @@
 This is the only place (with the ``statecore`` CLI) that reads flags and the environment.
 Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, STATECORE_TASK_QUEUE,
 STATECORE_DATABASE_URL, STATECORE_MODEL, STATECORE_MODEL_BASE_URL, STATECORE_MODEL_API_KEY
-(or OPENAI_API_KEY), STATECORE_ENCODING, STATECORE_ENCRYPTION_KEYS.
+(or OPENAI_API_KEY), STATECORE_ENCODING, STATECORE_ENCRYPTION_KEYS, STATECORE_LOG_LEVEL,
+STATECORE_LOG_FORMAT, STATECORE_METRICS_PORT, STATECORE_METRICS_HOST, STATECORE_OTEL,
+OTEL_EXPORTER_OTLP_ENDPOINT.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import logging
 import os
 
+from statecore.logs import LOG_FORMATS, configure_logging
 from statecore.runtime import WorkerConfig, run_worker
 
 
@@ -54,11 +57,38 @@ def parse_config(argv: list[str] | None = None) -> WorkerConfig:
     )
     p.add_argument("--data-dir", default=defaults.data_dir, help="where --dev keeps its files")
     p.add_argument("--log-level", default=env.get("STATECORE_LOG_LEVEL", "INFO"))
-    args = p.parse_args(argv)
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # migration chatter at start
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    p.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=env.get("STATECORE_LOG_FORMAT", "text"),
+        help="json: one JSON object per line, with session_id, agent_id and turn_id",
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=_int_or_none(env.get("STATECORE_METRICS_PORT")),
+        help="serve Prometheus metrics (Temporal's and statecore's) on this port",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default=env.get("STATECORE_METRICS_HOST", defaults.metrics_host),
+        help="address the metrics endpoint binds (0.0.0.0 inside a container)",
+    )
+    p.add_argument(
+        "--otel",
+        "--tracing",
+        action="store_true",
+        default=env.get("STATECORE_OTEL", "").lower() in ("1", "true", "yes"),
+        help="OpenTelemetry tracing (needs the otel extra)",
+    )
+    p.add_argument(
+        "--otel-endpoint",
+        default=env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        help="OTLP/gRPC collector, e.g. http://collector:4317 (default: spans to the console)",
+    )
+    args = p.parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # migration chatter at start
     return WorkerConfig(
         address=args.address,
         temporal_namespace=args.namespace,
@@ -74,7 +104,15 @@ def parse_config(argv: list[str] | None = None) -> WorkerConfig:
         dev_port=args.port,
         dev_ui_port=args.ui_port,
         data_dir=args.data_dir,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+        otel=args.otel,
+        otel_endpoint=args.otel_endpoint,
     )
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value else None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,8 +24,10 @@ from temporalio.worker import Worker
 
 from statecore.devserver import DevServer, start_dev_server
 from statecore.llm import ChatModel, model_from_config
+from statecore.logs import SessionLogContext
 from statecore.plugin import StatecorePlugin
 from statecore.protocol import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
+from statecore.telemetry import Tracing, metrics_runtime, start_tracing
 
 log = logging.getLogger("statecore.worker")
 
@@ -51,6 +53,13 @@ class WorkerConfig:
     register_search_attributes: bool = True
     #: ``"id:key,id:key"`` (newest last): encrypt every payload with AES-256-GCM (statecore.codec).
     encryption_keys: str | None = None
+    #: Serve Prometheus metrics (Temporal's and statecore's) on ``metrics_host:metrics_port``.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    #: OpenTelemetry tracing (the ``otel`` extra); spans to ``otel_endpoint`` (OTLP/gRPC) if
+    #: set, else to the console.
+    otel: bool = False
+    otel_endpoint: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -107,6 +116,13 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
         loop.add_signal_handler(sig, stop.set)
 
     codec = build_codec(config)  # a malformed key fails before anything starts
+    runtime = None
+    if config.metrics_port:
+        runtime = metrics_runtime(config.metrics_host, config.metrics_port)
+        log.info(
+            "Prometheus metrics on http://%s:%d/metrics", config.metrics_host, config.metrics_port
+        )
+    tracing: Tracing | None = None
     server: DevServer | None = None
     address = config.address
     _prepare_directories(config)
@@ -127,14 +143,21 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
             migrate=config.migrate,
             codec=codec,
         )
+        if config.otel:
+            tracing = start_tracing(endpoint=config.otel_endpoint)
+            log.info("tracing to %s", config.otel_endpoint or "the console")
         client = await Client.connect(
-            address, namespace=config.temporal_namespace, plugins=[plugin]
+            address,
+            namespace=config.temporal_namespace,
+            plugins=[plugin],
+            interceptors=[tracing.interceptor] if tracing else [],
+            runtime=runtime,
         )
         if config.register_search_attributes:
             added = await ensure_search_attributes(client, config.temporal_namespace)
             if added:
                 log.info("registered search attributes %s", ", ".join(added))
-        worker = Worker(client, task_queue=config.task_queue)
+        worker = Worker(client, task_queue=config.task_queue, interceptors=[SessionLogContext()])
         log.info(
             "statecore worker on task queue %r, database %s, model %s",
             config.task_queue,
@@ -144,6 +167,8 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
         async with worker:
             await stop.wait()
     finally:
+        if tracing is not None:
+            tracing.shutdown()
         if server is not None:
             server.stop()
 
