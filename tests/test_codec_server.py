@@ -1,0 +1,156 @@
+"""The codec server over real HTTP: Temporal's remote codec protocol, CORS, the bearer token."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload, Payloads
+
+from statecore.codec import EncryptionCodec, Keyring, generate_key
+from statecore.codec_server import CodecServer, main
+
+SECRET = "launch code: orchid-42-vermilion"
+UI_ORIGIN = "http://localhost:8233"
+TOKEN = "operator-token-123"
+CODEC = EncryptionCodec(Keyring([("k1", generate_key())]))
+
+
+@pytest.fixture
+def server() -> Iterator[CodecServer]:
+    running = CodecServer(CODEC, port=0, token=TOKEN).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def body_of(*payloads: Payload) -> dict:
+    return json_format.MessageToDict(Payloads(payloads=payloads))
+
+
+def payloads_of(response: httpx.Response) -> list[Payload]:
+    return list(json_format.ParseDict(response.json(), Payloads()).payloads)
+
+
+def plain(text: str) -> Payload:
+    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(text).encode())
+
+
+def post(server: CodecServer, path: str, body: object, **headers: str) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {TOKEN}", **headers}
+    return httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=10)
+
+
+async def test_decode_returns_the_plaintext_payload(server: CodecServer) -> None:
+    [sealed] = await CODEC.encode([plain(SECRET)])
+    response = post(server, "/decode", body_of(sealed))
+    assert response.status_code == 200
+    # Temporal's JSON form: metadata values and data are base64.
+    [raw] = response.json()["payloads"]
+    assert base64.b64decode(raw["metadata"]["encoding"]) == b"json/plain"
+    assert json.loads(base64.b64decode(raw["data"])) == SECRET
+    assert payloads_of(response) == [plain(SECRET)]
+
+
+async def test_encode_then_decode_round_trips_under_any_path_prefix(server: CodecServer) -> None:
+    encoded = post(server, "/codec/default/encode", body_of(plain(SECRET), plain("two")))
+    assert encoded.status_code == 200
+    sealed = payloads_of(encoded)
+    assert [p.metadata["encoding"] for p in sealed] == [b"binary/encrypted"] * 2
+    assert SECRET.encode() not in encoded.content
+    decoded = post(server, "/codec/default/decode", body_of(*sealed))
+    assert payloads_of(decoded) == [plain(SECRET), plain("two")]
+
+
+async def test_a_wrong_or_missing_bearer_token_decodes_nothing(server: CodecServer) -> None:
+    [sealed] = await CODEC.encode([plain(SECRET)])
+    for auth in ("Bearer wrong-token", f"Bearer {TOKEN}x", "", TOKEN):
+        response = post(server, "/decode", body_of(sealed), Authorization=auth)
+        assert response.status_code == 401, auth
+        assert response.headers["WWW-Authenticate"] == "Bearer"
+        assert SECRET not in response.text
+
+
+def test_cors_preflight_answers_the_ui_origin_only(server: CodecServer) -> None:
+    preflight = httpx.options(
+        f"{server.url}/decode",
+        headers={
+            "Origin": UI_ORIGIN,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,x-namespace,authorization",
+        },
+    )
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Origin"] == UI_ORIGIN
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    allowed = preflight.headers["Access-Control-Allow-Headers"].lower()
+    assert {"content-type", "x-namespace", "authorization"} <= {
+        h.strip() for h in allowed.split(",")
+    }
+    stranger = httpx.options(f"{server.url}/decode", headers={"Origin": "http://evil.example"})
+    assert stranger.status_code == 403
+    assert "Access-Control-Allow-Origin" not in stranger.headers
+
+
+async def test_posts_from_another_origin_are_refused(server: CodecServer) -> None:
+    [sealed] = await CODEC.encode([plain(SECRET)])
+    refused = post(server, "/decode", body_of(sealed), Origin="http://evil.example")
+    assert refused.status_code == 403
+    assert SECRET not in refused.text
+    allowed = post(server, "/decode", body_of(sealed), Origin=UI_ORIGIN)
+    assert allowed.status_code == 200
+    assert allowed.headers["Access-Control-Allow-Origin"] == UI_ORIGIN
+
+
+async def test_unknown_key_and_tampering_are_errors_not_ciphertext(server: CodecServer) -> None:
+    [foreign] = await EncryptionCodec(Keyring([("other", generate_key())])).encode([plain("x")])
+    unknown = post(server, "/decode", body_of(foreign))
+    assert unknown.status_code == 422
+    assert unknown.json()["code"] == "UnknownEncryptionKey"
+    [sealed] = await CODEC.encode([plain(SECRET)])
+    tampered = Payload(metadata=dict(sealed.metadata), data=sealed.data[:-1] + b"\x00")
+    rejected = post(server, "/decode", body_of(tampered))
+    assert rejected.status_code == 422
+    assert rejected.json()["code"] == "PayloadDecryptionFailed"
+
+
+def test_bad_requests_get_clear_statuses(server: CodecServer) -> None:
+    assert post(server, "/decode", {"payloads": "nope"}).status_code == 400
+    assert post(server, "/decode", ["not", "an", "object"]).status_code == 400
+    assert post(server, "/transcode", {"payloads": []}).status_code == 404
+    empty = post(server, "/decode", {"payloads": []})
+    assert empty.status_code == 200 and payloads_of(empty) == []
+
+
+def test_without_a_token_the_server_is_open_to_local_callers() -> None:
+    server = CodecServer(CODEC, port=0).start()
+    try:
+        response = httpx.post(f"{server.url}/encode", json=body_of(plain("x")), timeout=10)
+        assert response.status_code == 200
+        assert server.url.startswith("http://127.0.0.1:")
+    finally:
+        server.stop()
+
+
+def test_cli_refuses_missing_or_malformed_keys(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("STATECORE_ENCRYPTION_KEYS", raising=False)
+    with pytest.raises(SystemExit) as missing:
+        main(["--port", "0"])
+    assert missing.value.code == 2
+    assert "no keys" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as short:
+        main(["--port", "0", "--keys", "k1:" + bytes(16).hex()])
+    assert short.value.code == 2
+    assert "256" in capsys.readouterr().err
+
+
+def test_an_empty_token_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        CodecServer(CODEC, port=0, token="  ")
