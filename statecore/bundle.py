@@ -9,6 +9,8 @@ time travel: a new session that starts from an old flow checkpoint. The file for
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from statecore.bundle_format import (
     BUNDLE_SCHEMA_VERSION,
     NAMESPACE_FORMAT,
@@ -106,9 +108,15 @@ async def export_session(store: StateStore, ref: SessionRef) -> SessionBundle:
         return await _export(tx, ref)
 
 
-async def export_namespace(store: StateStore, namespace: str) -> NamespaceBundle:
+async def export_namespace(
+    store: StateStore,
+    namespace: str,
+    *,
+    on_session: Callable[[int, int], None] | None = None,
+) -> NamespaceBundle:
     """Every session of the namespace plus its shared KV and other scoped states, read in
-    one transaction so the bundle is one consistent moment."""
+    one transaction so the bundle is one consistent moment. ``on_session(done, total)`` is
+    called after each session is read (for progress displays)."""
     validate_identifier(namespace, "namespace")
     async with store.transaction() as tx:
         refs: list[SessionRef] = []
@@ -119,7 +127,11 @@ async def export_namespace(store: StateStore, namespace: str) -> NamespaceBundle
             refs.extend(page)
             if len(page) < _SESSION_PAGE:
                 break
-        sessions = [await _export(tx, ref) for ref in refs]
+        sessions = []
+        for ref in refs:
+            sessions.append(await _export(tx, ref))
+            if on_session is not None:
+                on_session(len(sessions), len(refs))
         owned = {(ref.session_id, ref.agent_id) for ref in refs}
         states = [s for s in await tx.state.list(namespace) if (s.task_id, s.agent_id) not in owned]
         shared_kv = await tx.kv.entries(KVScope(namespace=namespace, owner=""))
