@@ -1,0 +1,86 @@
+"""The turn benchmark runs end to end in quick mode and writes a result that makes sense.
+
+No timing thresholds here: speed targets live in the benchmark's own report (bench/README.md),
+not in tests that a busy machine would make flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("floor_activity", "floor_local_activity", "agent_sqlite", "agent_postgresql")
+
+pytestmark = [pytest.mark.temporal, pytest.mark.slow]
+
+
+def _latency_ok(stats: dict, turns: int) -> None:
+    assert stats["turns"] == turns
+    assert 0 < stats["min_ms"] <= stats["p50_ms"] <= stats["p99_ms"] <= stats["max_ms"]
+    assert stats["turns_per_second"] > 0
+    assert stats["bench_process_cpu_ms_per_turn"] > 0
+    assert stats["server_cpu_ms_per_turn"] >= 0
+
+
+def test_turn_bench_quick(tmp_path: Path) -> None:
+    out = tmp_path / "turns.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "turns.py"), "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "history.transferProcessorMaxPollRPS = 20" in proc.stdout
+    result = json.loads(out.read_text())
+    assert out.with_suffix(".png").stat().st_size > 10_000
+
+    assert result["mode"] == "quick"
+    machine = result["machine"]
+    assert machine["cpu_count"] >= 1 and machine["temporalio"] and machine["python"]
+    assert machine["date"].startswith("20")
+    assert result["server"]["server_version"]
+    assert result["server"]["dynamic_config_overrides"] == {}
+
+    settings = result["settings"]
+    for phase, turns in (
+        ("single_session", settings["rounds"] * settings["turns_per_round"]),
+        (
+            "concurrent",
+            settings["rounds"] * settings["session_turns_per_round"] * settings["sessions"],
+        ),
+    ):
+        block = result[phase]
+        assert set(block["scenarios"]) == set(SCENARIOS)
+        for name in SCENARIOS:
+            stats = block["scenarios"][name]
+            if "skipped" in stats:  # only PostgreSQL may be missing, and it says why
+                assert name == "agent_postgresql" and "unreachable" in stats["skipped"]
+                continue
+            _latency_ok(stats, turns)
+            if name != "floor_activity":
+                expected = stats["p50_ms"] / block["scenarios"]["floor_activity"]["p50_ms"]
+                assert block["p50_ratio_to_floor"][name] == pytest.approx(expected, rel=0.01)
+    assert result["concurrent"]["sessions"] == settings["sessions"] == 5
+
+    long = result["long_session"]
+    assert long["completed_turns"] == long["requested_turns"] == settings["long_turns"]
+    assert long["final_checkpoint"]["turn"] == long["completed_turns"]
+    # Quick mode moves to a new run every 25 turns: 60 turns need three runs.
+    assert long["runs"] == long["final_checkpoint"]["runs"] == 3
+    assert sum(r["turns"] for r in long["per_run"]) == long["completed_turns"]
+    assert long["turns_without_history_event"] == 0
+    for run in long["per_run"]:
+        # The server's own count and the sum of the fetched events agree closely.
+        assert run["history_size_bytes"] == pytest.approx(run["event_bytes"], rel=0.05)
+    for window in ("first_window", "last_window"):
+        assert 0 < long[window]["p50_ms"] <= long[window]["p99_ms"]
+        # A turn adds a few KiB of history whatever the conversation's length.
+        assert 1_000 < long[window]["history_bytes_p50"] < 20_000
+    assert long["change_pct"]["history_bytes_p50"] is not None
