@@ -25,7 +25,8 @@ from statecore.runtime import WorkerConfig, run_worker
 
 
 def parse_config(argv: list[str] | None = None) -> WorkerConfig:
-    env = os.environ
+    # An empty variable counts as unset: compose's ${X:-} and .env files hand over "".
+    env = {name: value for name, value in os.environ.items() if value}
     defaults = WorkerConfig()
     p = argparse.ArgumentParser(description="Run a statecore worker for AgentSession workflows.")
     p.add_argument("--dev", action="store_true", help="start an embedded Temporal dev server")
