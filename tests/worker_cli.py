@@ -1,0 +1,82 @@
+"""``python worker.py`` as its own process, the way a deployment runs it.
+
+``async with worker_cli(args, env, log_path) as proc`` starts it, waits until it is polling
+(or fails with its log), and stops it with SIGTERM afterwards (``proc.returncode`` then says
+how it ended).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: What run_worker logs right before it starts polling.
+READY_LINE = "statecore worker on task queue"
+
+
+def base_env() -> dict[str, str]:
+    """What a container has besides its configuration: a PATH and a HOME."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
+
+
+@asynccontextmanager
+async def worker_cli(
+    args: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    *,
+    command: Sequence[str] = ("python", "worker.py"),
+    ready_within: float = 60.0,
+) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """Run ``command`` (``python`` is this interpreter) from the repository root."""
+    argv = [sys.executable if part == "python" else part for part in command]
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [*argv, *args],
+            cwd=REPO,
+            env=dict(env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # pytest's Ctrl-C is not the worker's
+        )
+    try:
+        await _wait_ready(proc, log_path, ready_within)
+        yield proc
+    finally:
+        _stop(proc)
+
+
+async def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, within: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while READY_LINE not in log_path.read_text(errors="replace"):
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"worker.py exited with {proc.returncode} before polling:\n{log_tail(log_path)}"
+            )
+        if loop.time() > deadline:
+            raise AssertionError(f"worker.py not polling after {within}s:\n{log_tail(log_path)}")
+        await asyncio.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def log_tail(log_path: Path, lines: int = 40) -> str:
+    return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
