@@ -1,0 +1,114 @@
+"""Exit codes of the ``statecore`` command and the one place errors are mapped to them.
+
+Scripts branch on these numbers, so they are part of the command's contract.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from pydantic import ValidationError
+
+from statecore.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    ResetRefusedError,
+    SessionStateError,
+    StatecoreError,
+)
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_REFUSED = 4
+EXIT_UNREACHABLE = 5
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0  ok
+  1  any other error
+  2  bad arguments (unknown option, malformed id, unknown store, unreadable bundle file)
+  3  not found (no such session workflow, no state stored for the session)
+  4  refused by the session (paused, closed, draining, conflict, import over a live session)
+  5  cannot reach Temporal or the database (or no worker answered in time)
+"""
+
+
+class UsageError(StatecoreError):
+    """The command line asks for something that cannot be done as written."""
+
+    code = "Usage"
+
+
+class UnreachableError(StatecoreError):
+    """Temporal, the database or the session's worker did not answer."""
+
+    code = "Unreachable"
+
+
+def _rpc_unreachable(exc: BaseException | None) -> bool:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    return isinstance(exc, RPCError) and exc.status in (
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+    )
+
+
+def _database_unreachable(exc: BaseException) -> bool:
+    from sqlalchemy.exc import DBAPIError
+
+    # A refused or unresolvable connection, or the driver reporting one (wrong database
+    # name, bad credentials, a SQLite path that cannot be opened).
+    return isinstance(exc, ConnectionError | socket.gaierror | DBAPIError)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The documented exit code for an error that ended a command."""
+    if isinstance(exc, UsageError | ValidationError | InvalidInputError):
+        return EXIT_USAGE
+    if isinstance(exc, UnreachableError | TimeoutError) or _rpc_unreachable(exc):
+        return EXIT_UNREACHABLE
+    if isinstance(exc, StatecoreError) and _rpc_unreachable(exc.__cause__):
+        return EXIT_UNREACHABLE
+    if isinstance(exc, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, SessionStateError | ConflictError | ResetRefusedError):
+        return EXIT_REFUSED
+    if _database_unreachable(exc):
+        return EXIT_UNREACHABLE
+    return EXIT_ERROR
+
+
+def error_code_for(exc: BaseException) -> str:
+    """A stable name for the error in ``--json`` output."""
+    if isinstance(exc, StatecoreError):
+        return exc.code
+    if isinstance(exc, ValidationError):
+        return "InvalidInput"
+    if _database_unreachable(exc) or _rpc_unreachable(exc):
+        return UnreachableError.code
+    return type(exc).__name__
+
+
+def error_message(exc: BaseException) -> str:
+    """One line that says what went wrong (never a traceback)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        text = f"{where.replace('_', '-')}: {first.get('msg')}" if where else first.get("msg")
+    elif isinstance(exc, StatecoreError):
+        text = exc.message
+    elif _database_unreachable(exc):
+        text = f"cannot reach the database: {_first_line(str(exc))}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(str(text).split())
+
+
+def _first_line(text: str) -> str:
+    # SQLAlchemy appends the statement and a documentation link on later lines.
+    return text.strip().splitlines()[0] if text.strip() else text

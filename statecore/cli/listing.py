@@ -1,0 +1,82 @@
+"""``statecore sessions list``: sessions found through Temporal visibility.
+
+The AgentSession workflow keeps the search attributes StatecoreAgentId, StatecoreSessionId,
+StatecoreStatus and StatecoreTurn current, so listing needs neither a worker nor the database.
+Visibility is eventually consistent: a change shows up here within about a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from statecore.cli.args import identifier, new_command, positive_int
+from statecore.cli.output import print_json, print_rows
+from statecore.cli.settings import Settings
+from statecore.protocol import SA_AGENT_ID, SA_SESSION_ID, SA_STATUS, SA_TURN, WORKFLOW_TYPE
+
+STATUSES = ("active", "paused", "draining", "closed")
+COLUMNS = ["agent_id", "session_id", "status", "turn", "execution", "task_queue", "started_at"]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = new_command(commands, "sessions", "find sessions")
+    sub = group.add_subparsers(dest="sessions_command", metavar="COMMAND", required=True)
+    p = new_command(sub, "list", "list sessions (newest run of each), filtered")
+    p.add_argument("--status", choices=STATUSES, help="only sessions in this status")
+    p.add_argument("--agent", type=identifier, metavar="AGENT", help="only this agent's sessions")
+    p.add_argument("--limit", type=positive_int, default=1000, metavar="N")
+    p.set_defaults(run=list_sessions)
+
+
+def visibility_query(*, agent: str | None, status: str | None) -> str:
+    """The list filter. Values are validated identifiers or fixed words, so quoting them is
+    safe. Runs that continued as new are left out: the newest run stands for the session."""
+    clauses = [f"WorkflowType = '{WORKFLOW_TYPE}'", "ExecutionStatus != 'ContinuedAsNew'"]
+    if agent is not None:
+        clauses.append(f"{SA_AGENT_ID} = '{agent}'")
+    if status is not None:
+        clauses.append(f"{SA_STATUS} = '{status}'")
+    return " AND ".join(clauses)
+
+
+async def list_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from temporalio.common import SearchAttributeKey
+
+    keys = {
+        "agent_id": SearchAttributeKey.for_keyword(SA_AGENT_ID),
+        "session_id": SearchAttributeKey.for_keyword(SA_SESSION_ID),
+        "status": SearchAttributeKey.for_keyword(SA_STATUS),
+        "turn": SearchAttributeKey.for_int(SA_TURN),
+    }
+    client = await settings.temporal()
+    query = visibility_query(agent=args.agent, status=args.status)
+    newest: dict[str, Any] = {}
+
+    async def collect() -> None:
+        async for execution in client.list_workflows(query, limit=args.limit):
+            seen = newest.get(execution.id)
+            # A closed session that was reopened has a completed run and a running one.
+            if seen is None or execution.start_time > seen.start_time:
+                newest[execution.id] = execution
+
+    await settings.answer(collect(), "the visibility query")
+    rows = []
+    for execution in newest.values():
+        attributes = execution.typed_search_attributes
+        row: dict[str, Any] = {name: attributes.get(key) for name, key in keys.items()}
+        row.update(
+            workflow_id=execution.id,
+            run_id=execution.run_id,
+            execution=execution.status.name.lower() if execution.status else None,
+            task_queue=execution.task_queue,
+            started_at=execution.start_time.isoformat(timespec="seconds"),
+            closed_at=execution.close_time.isoformat() if execution.close_time else None,
+        )
+        rows.append(row)
+    rows.sort(key=lambda r: (r["agent_id"] or "", r["session_id"] or "", r["workflow_id"]))
+    if settings.json:
+        print_json(rows)
+    else:
+        print_rows(rows, COLUMNS, empty="no sessions match")
+    return 0

@@ -1,0 +1,199 @@
+"""Global options of the ``statecore`` command and the connections they describe.
+
+The environment is read here, when the parser is built, never at import time. The variable
+names are the worker's (``worker.py``), so one environment serves both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from statecore.cli.exits import UnreachableError
+from statecore.models import DEFAULT_NAMESPACE
+from statecore.protocol import DEFAULT_TASK_QUEUE
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from statecore.client import AgentSessionClient
+    from statecore.store.base import StateStore
+
+T = TypeVar("T")
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///.statecore/statecore.db"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+def add_global_options(
+    parser: argparse.ArgumentParser, *, with_defaults: bool, skip: tuple[str, ...] = ()
+) -> None:
+    """The options every command takes, before or after the command name.
+
+    The top-level parser holds the defaults; each command's parser repeats the options with
+    suppressed defaults, so a value given after the command overrides one given before it,
+    and an option not given after the command leaves the earlier value alone. ``skip`` names
+    options a command defines itself with another meaning (``migrate --task-queue``)."""
+    env = os.environ
+
+    def default(value: object) -> object:
+        return value if with_defaults else argparse.SUPPRESS
+
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--address",
+        default=default(env.get("TEMPORAL_ADDRESS", "localhost:7233")),
+        help="Temporal frontend host:port (env TEMPORAL_ADDRESS; default localhost:7233)",
+    )
+    group.add_argument(
+        "--namespace",
+        default=default(env.get("TEMPORAL_NAMESPACE", "default")),
+        help="Temporal namespace (env TEMPORAL_NAMESPACE; default 'default')",
+    )
+    if "--task-queue" not in skip:
+        group.add_argument(
+            "--task-queue",
+            default=default(env.get("STATECORE_TASK_QUEUE", DEFAULT_TASK_QUEUE)),
+            help="task queue new sessions run on (env STATECORE_TASK_QUEUE; default statecore)",
+        )
+    group.add_argument(
+        "--database-url",
+        default=default(env.get("STATECORE_DATABASE_URL", DEFAULT_DATABASE_URL)),
+        help=f"statecore's database (env STATECORE_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
+    )
+    group.add_argument(
+        "--state-namespace",
+        default=default(None),
+        metavar="NAME",
+        help="statecore tenant namespace of the sessions (default 'default'; for import: "
+        "the bundle's own)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=default(DEFAULT_TIMEOUT_SECONDS),
+        metavar="SECONDS",
+        help="how long to wait for a session's worker to answer (default 30)",
+    )
+    group.add_argument(
+        "--json", action="store_true", default=default(False), help="machine-readable output"
+    )
+    group.add_argument(
+        "--debug", action="store_true", default=default(False), help="show tracebacks of errors"
+    )
+
+
+@dataclass
+class Settings:
+    """The global options of one invocation."""
+
+    address: str
+    namespace: str
+    task_queue: str
+    database_url: str
+    state_namespace: str | None
+    timeout: float
+    json: bool
+    debug: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Settings:
+        return cls(
+            address=args.address,
+            namespace=args.namespace,
+            # `migrate` has its own --task-queue (the target); the global one is unused there.
+            task_queue=getattr(args, "task_queue", None) or DEFAULT_TASK_QUEUE,
+            database_url=args.database_url,
+            state_namespace=args.state_namespace,
+            timeout=args.timeout,
+            json=args.json,
+            debug=args.debug,
+        )
+
+    @property
+    def tenant(self) -> str:
+        """The statecore namespace sessions are addressed in."""
+        return self.state_namespace or DEFAULT_NAMESPACE
+
+    # --- Temporal ------------------------------------------------------------------------------
+
+    async def temporal(self) -> Client:
+        """A Temporal client speaking statecore's payload format."""
+        from temporalio.client import Client
+        from temporalio.contrib.pydantic import pydantic_data_converter
+
+        try:
+            return await asyncio.wait_for(
+                Client.connect(
+                    self.address,
+                    namespace=self.namespace,
+                    data_converter=pydantic_data_converter,
+                ),
+                timeout=self.timeout,
+            )
+        except (RuntimeError, TimeoutError) as exc:
+            raise UnreachableError(
+                f"cannot reach Temporal at {self.address} (namespace {self.namespace}): "
+                f"{_reason(exc)}. Start one with `statecore dev` or pass --address"
+            ) from exc
+
+    async def sessions(self, **options: object) -> AgentSessionClient:
+        from statecore.client import AgentSessionClient
+
+        return AgentSessionClient(
+            await self.temporal(),
+            task_queue=self.task_queue,
+            namespace=self.tenant,
+            **options,  # type: ignore[arg-type]
+        )
+
+    async def answer(self, work: Awaitable[T], what: str) -> T:
+        """Wait for a session's worker to answer ``work`` (a query or an update)."""
+        try:
+            return await asyncio.wait_for(work, timeout=self.timeout)
+        except TimeoutError as exc:
+            raise UnreachableError(
+                f"no answer to {what} within {self.timeout:g}s: is a statecore worker "
+                "polling the session's task queue? (raise --timeout for slow operations)"
+            ) from exc
+
+    # --- the database --------------------------------------------------------------------------
+
+    def sqlite_path(self) -> Path | None:
+        """The file of a SQLite database URL; None for other databases and in-memory ones."""
+        scheme, sep, rest = self.database_url.partition(":///")
+        if not sep or not scheme.lower().startswith("sqlite"):
+            return None
+        path = rest.split("?", 1)[0]
+        return None if path in ("", ":memory:") else Path(path)
+
+    @asynccontextmanager
+    async def store(self) -> AsyncIterator[StateStore]:
+        """The statecore database, which must exist and be at the current schema."""
+        from statecore.store import open_store
+
+        path = self.sqlite_path()
+        if path is not None and not path.exists():
+            # Opening would create an empty file; say what is wrong instead.
+            raise UnreachableError(
+                f"no SQLite database at {path}; pass --database-url, or create it with "
+                "`statecore db upgrade`"
+            )
+        store = await open_store(self.database_url)
+        try:
+            yield store
+        finally:
+            await store.close()
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    # "Failed client connect: Server connection error: tonic::transport::Error(...)"
+    return " ".join(str(exc).split())[:300]
