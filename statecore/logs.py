@@ -4,8 +4,9 @@ Every record passing a handler set up by ``configure_logging`` carries ``session
 ``agent_id`` and ``turn_id`` (``None`` when the line is about no session):
 
 - activities: ``SessionLogContext``, a worker interceptor, reads them from the activity's input
-  (``input.ref`` and ``input.turn_id``, the shape statecore's activity inputs share) into a
-  context variable that lives as long as the activity's task;
+  (``input.ref`` and ``input.turn_id``, the shape statecore's activity inputs share), with the
+  activity's type and workflow id, into a context variable that lives as long as the
+  activity's task;
 - workflow code passes them with ``extra=`` (``workflow.logger`` adds the workflow's own ids);
 - anything else may pass them with ``extra=`` too.
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
+from temporalio import activity, workflow
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -34,6 +36,8 @@ LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 
 #: The record attributes every line gets.
 CONTEXT_FIELDS = ("session_id", "agent_id", "turn_id")
+#: Set on lines written inside an activity.
+ACTIVITY_FIELDS = ("activity_type", "workflow_id")
 
 # What the SDK's log adapters put on records, copied to JSON lines under these names.
 _TEMPORAL_FIELDS = {
@@ -47,22 +51,25 @@ class LogContext:
     session_id: str | None = None
     agent_id: str | None = None
     turn_id: str | None = None
+    activity_type: str | None = None
+    workflow_id: str | None = None
 
 
 _current: ContextVar[LogContext | None] = ContextVar("statecore_log_context", default=None)
 
 
-def log_context_of(arg: Any) -> LogContext | None:
-    """The ids an activity input names: ``arg.ref`` (a SessionRef) and ``arg.turn_id``."""
+def log_context_of(arg: Any) -> LogContext:
+    """The ids an activity input names (``arg.ref``, a SessionRef, and ``arg.turn_id``)
+    plus the running activity's type and workflow id."""
     ref = getattr(arg, "ref", None)
-    session_id = getattr(ref, "session_id", None)
-    if session_id is None:
-        return None
     turn_id = getattr(arg, "turn_id", None)
+    info = activity.info() if activity.in_activity() else None
     return LogContext(
-        session_id=session_id,
+        session_id=getattr(ref, "session_id", None),
         agent_id=getattr(ref, "agent_id", None),
         turn_id=turn_id if isinstance(turn_id, str) else None,
+        activity_type=info.activity_type if info else None,
+        workflow_id=info.workflow_id if info else None,
     )
 
 
@@ -75,7 +82,7 @@ class SessionLogContext(Interceptor):
 
 class _ActivityLogContext(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        token = _current.set(log_context_of(input.args[0]) if input.args else None)
+        token = _current.set(log_context_of(input.args[0] if input.args else None))
         try:
             return await super().execute_activity(input)
         finally:
@@ -84,13 +91,18 @@ class _ActivityLogContext(ActivityInboundInterceptor):
 
 class SessionContextFilter(logging.Filter):
     """Gives every record ``session_id``/``agent_id``/``turn_id``: what ``extra=`` passed,
-    else the running activity's, else ``None``."""
+    else the running activity's, else ``None``; inside an activity also its type and
+    workflow id."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         current = _current.get()
         for name in CONTEXT_FIELDS:
             if getattr(record, name, None) is None:
                 setattr(record, name, getattr(current, name) if current else None)
+        if current is not None:
+            for name in ACTIVITY_FIELDS:
+                if getattr(record, name, None) is None:
+                    setattr(record, name, getattr(current, name))
         return True
 
 
@@ -118,6 +130,9 @@ class JsonFormatter(logging.Formatter):
         }
         for name in CONTEXT_FIELDS:
             out[name] = getattr(record, name, None)
+        for name in ACTIVITY_FIELDS:
+            if (value := getattr(record, name, None)) is not None:
+                out[name] = value
         for attr, fields in _TEMPORAL_FIELDS.items():
             details = getattr(record, attr, None)
             if isinstance(details, dict):
@@ -137,4 +152,9 @@ def configure_logging(
     handler.addFilter(SessionContextFilter())
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    logging.captureWarnings(True)  # warnings too come out as log lines in this format
+    if log_format == "json":
+        # JSON lines carry the workflow and activity ids as fields: no copy in the message.
+        workflow.logger.workflow_info_on_message = False
+        activity.logger.activity_info_on_message = False
     return handler

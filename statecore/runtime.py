@@ -27,7 +27,7 @@ from statecore.llm import ChatModel, model_from_config
 from statecore.logs import SessionLogContext
 from statecore.plugin import StatecorePlugin
 from statecore.protocol import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
-from statecore.telemetry import Tracing, metrics_runtime, start_tracing
+from statecore.telemetry import Tracing, start_tracing, worker_runtime
 
 log = logging.getLogger("statecore.worker")
 
@@ -116,9 +116,8 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
         loop.add_signal_handler(sig, stop.set)
 
     codec = build_codec(config)  # a malformed key fails before anything starts
-    runtime = None
+    runtime = worker_runtime(metrics_host=config.metrics_host, metrics_port=config.metrics_port)
     if config.metrics_port:
-        runtime = metrics_runtime(config.metrics_host, config.metrics_port)
         log.info(
             "Prometheus metrics on http://%s:%d/metrics", config.metrics_host, config.metrics_port
         )

@@ -1,9 +1,11 @@
 """Worker telemetry switched on by ``worker.py`` flags: Prometheus metrics and OpenTelemetry
 tracing. Nothing here reads the environment; ``WorkerConfig`` says what to set up.
 
-- ``--metrics-port``: a Temporal runtime whose Prometheus endpoint serves the SDK's own metrics
+- the worker's Temporal runtime forwards the SDK core's own log lines (warnings and errors)
+  to Python logging (``temporalio.core``), so they come out in the worker's log format;
+- ``--metrics-port``: that runtime's Prometheus endpoint serves the SDK's metrics
   (``temporal_*``) and statecore's (``statecore_*``, see ``statecore.metrics``) at
-  ``http://HOST:PORT/metrics``.
+  ``http://HOST:PORT/metrics``;
 - ``--otel``: temporalio's ``TracingInterceptor`` on the client and its workers, so a turn is
   one trace: the client's update, the workflow's handler, the activities. Spans go to an OTLP
   collector when an endpoint is given, otherwise to the console. Needs the ``otel`` extra.
@@ -11,10 +13,18 @@ tracing. Nothing here reads the environment; ``WorkerConfig`` says what to set u
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    PrometheusConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 
 from statecore.errors import StatecoreError
 
@@ -27,12 +37,24 @@ if TYPE_CHECKING:
 SERVICE_NAME = "statecore-worker"
 
 
-def metrics_runtime(host: str, port: int) -> Runtime:
-    """A Temporal runtime serving Prometheus metrics on ``host:port`` (fails if taken)."""
-    if not 0 < port < 65536:
-        raise ValueError(f"metrics port must be 1-65535, not {port}")
+def worker_runtime(*, metrics_host: str = "127.0.0.1", metrics_port: int | None = None) -> Runtime:
+    """The worker's Temporal runtime: core logs forwarded to Python logging and, with a
+    port, Prometheus metrics on ``metrics_host:metrics_port`` (fails if the port is taken)."""
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise ValueError(f"metrics port must be 1-65535, not {metrics_port}")
     return Runtime(
-        telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"{host}:{port}"))
+        telemetry=TelemetryConfig(
+            logging=LoggingConfig(
+                # The SDK's default levels; only the destination changes.
+                filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+                forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+            ),
+            metrics=(
+                PrometheusConfig(bind_address=f"{metrics_host}:{metrics_port}")
+                if metrics_port
+                else None
+            ),
+        )
     )
 
 
