@@ -99,6 +99,22 @@ def validate_prefix(value: str) -> str:
     return value if value == "" else validate_key(value)
 
 
+def reject_nul(value: Any, what: str) -> None:
+    """Raise InvalidInputError if a string anywhere in a JSON value (keys included) holds a
+    NUL character: PostgreSQL's jsonb cannot store U+0000, so no backend accepts it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InvalidInputError(f"{what} contains a NUL character; remove it")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
 def validate_text(value: str, what: str = "content", *, allow_empty: bool = True) -> str:
     """Reject NUL bytes, lone surrogates (invalid UTF-8) and text over the message limit."""
     if not isinstance(value, str):

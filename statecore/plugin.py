@@ -28,6 +28,7 @@ from activities.turns import TurnActivities
 from statecore.converter import statecore_data_converter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.single_input import SingleInputInterceptor
 from statecore.store import open_store
 from statecore.store.base import StateStore
 from statecore.tokens import DEFAULT_ENCODING, TokenCounter
@@ -130,6 +131,8 @@ class StatecorePlugin(SimplePlugin):
             activities=activities,
             workflows=[*WORKFLOWS, *extra_workflows],
             workflow_runner=workflow_runner(),
+            # AgentSession handlers take one input; see statecore.single_input.
+            interceptors=[SingleInputInterceptor()],
             run_context=self._run_context,
         )
 

@@ -12,16 +12,18 @@ so workflow history grows by a constant per turn.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, ValidationError, field_validator, model_validator
 
 from statecore.context import SessionProfile
-from statecore.errors import InvalidInputError, UnknownStoreError
+from statecore.errors import ContentTooLargeError, InvalidInputError, UnknownStoreError
 from statecore.models import (
     ALL_STORES,
     DEFAULT_NAMESPACE,
     DEFAULT_SESSION_TTL_SECONDS,
+    MAX_MESSAGE_BYTES,
     Message,
     Role,
     SessionRef,
@@ -31,6 +33,7 @@ from statecore.models import (
     StoredMessage,
     TokenUsage,
     ToolCall,
+    reject_nul,
     validate_identifier,
     validate_key,
     validate_text,
@@ -47,6 +50,11 @@ DEFAULT_MAX_TURNS_PER_RUN = 1000
 RECENT_TURN_IDS = 64
 #: Rejections remembered for the describe report.
 RECENT_REJECTIONS = 20
+#: A whole ``send_message`` request as JSON (content, name and metadata, escapes included).
+#: The message travels twice in the model activity's input (the context's pending message
+#: and the commit), and Temporal fails a workflow task whose command carries over 2 MiB:
+#: the client and the validator both refuse larger requests.
+MAX_TURN_REQUEST_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
 
 # Search attributes (operator contract, DESIGN section 6).
 SA_SESSION_ID = "StatecoreSessionId"
@@ -146,7 +154,7 @@ class SendMessageInput(StatecoreModel):
     turn_id: str
     content: str
     role: Role = "user"
-    name: str | None = None
+    name: str | None = Field(default=None, max_length=256)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
     @field_validator("turn_id")
@@ -168,6 +176,33 @@ class SendMessageInput(StatecoreModel):
                 "messages are produced inside the turn"
             )
         return v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str | None) -> str | None:
+        return None if v is None else validate_text(v, "name")
+
+    @model_validator(mode="after")
+    def _storable(self) -> SendMessageInput:
+        # Everything the store would refuse is refused here, before the turn starts: a
+        # message that fails to build inside the handler would fail the workflow task.
+        try:
+            self.to_message()
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise InvalidInputError(f"message {where}: {first.get('msg')}") from err
+        reject_nul(self.metadata, "message metadata")
+        size = len(self.model_dump_json().encode("utf-8"))
+        if size > MAX_TURN_REQUEST_BYTES:
+            raise ContentTooLargeError(
+                f"the turn request is {size} bytes as JSON; the limit is "
+                f"{MAX_TURN_REQUEST_BYTES}. Keep metadata small and store large documents in "
+                "KV or scoped state",
+                size=size,
+                limit=MAX_TURN_REQUEST_BYTES,
+            )
+        return self
 
     def to_message(self) -> Message:
         return Message(role=self.role, content=self.content, name=self.name, metadata=self.metadata)
@@ -252,6 +287,15 @@ class CloseInput(StatecoreModel):
 
 class DescribeInput(StatecoreModel):
     include_data: bool = False
+
+
+@dataclass(frozen=True)
+class TooManyInputs:
+    """Stands in for the arguments of a request that carried more than one input
+    (``temporal workflow signal --input a --input b``): AgentSession's handlers take one,
+    and calling one with two would fail the workflow task. See statecore.plugin."""
+
+    count: int
 
 
 class Rejection(StatecoreModel):

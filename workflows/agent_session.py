@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributePair
+from temporalio.common import RawValue, SearchAttributeKey, SearchAttributePair
 from temporalio.exceptions import ApplicationError
 
 from statecore.errors import StatecoreError
@@ -57,6 +57,7 @@ from statecore.protocol import (
     TurnResult,
 )
 from statecore.workflow import TurnSession
+from workflows.raw_input import NO_INPUT, parse_request
 
 _SA_KEYS = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -168,14 +169,16 @@ class AgentSession:
             "; state deleted" if delete else "; state kept in SQL"
         )
         self._show()
-        return self.describe(None)
+        return self._describe(False)
 
     # --- turns -------------------------------------------------------------------------------
 
+    # Every handler takes its input as exactly ``RawValue`` (NO_INPUT when nothing was sent)
+    # and decodes it itself (workflows.raw_input): a payload the SDK could not decode gets a
+    # typed rejection instead of being dropped or failing the workflow task.
+
     @workflow.update(name="send_message")
-    async def send_message(self, payload: Any) -> TurnResult:
-        # Input is taken raw and validated here and in the validator, so a malformed turn
-        # gets a typed rejection instead of the SDK's generic "failed decoding arguments".
+    async def send_message(self, payload: RawValue = NO_INPUT) -> TurnResult:
         input: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
         # With update-with-start this handler runs in the same task as the run's start: the
         # session must be loaded from SQL before the first turn is numbered.
@@ -211,7 +214,7 @@ class AgentSession:
             return result
 
     @send_message.validator
-    def _validate_send(self, payload: Any) -> None:
+    def _validate_send(self, payload: RawValue = NO_INPUT) -> None:
         # Synchronous and read-only: a rejection here adds nothing to history, so the metric
         # (the workflow meter, silent on replay) is the only trace it leaves.
         try:
@@ -258,12 +261,8 @@ class AgentSession:
     def _parse(self, operation: str, model: type[BaseModel], payload: Any) -> Any:
         """Validate raw signal input; a bad payload is recorded, never fatal."""
         try:
-            if payload is None:
-                payload = {}
-            if not isinstance(payload, dict):
-                raise _reject("InvalidInput", f"{operation} takes a JSON object, not {payload!r}")
-            return model.model_validate(payload)
-        except (ValidationError, StatecoreError, ApplicationError) as err:
+            return parse_request(operation, model, payload)
+        except StatecoreError as err:
             self._record_rejection(operation, err)
             return None
 
@@ -291,7 +290,7 @@ class AgentSession:
         )
 
     @workflow.signal(name="pause")
-    async def pause(self, payload: Any = None) -> None:
+    async def pause(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("pause", PauseInput, payload)
         if req is None:
             return
@@ -303,7 +302,7 @@ class AgentSession:
         self._show()
 
     @workflow.signal(name="resume")
-    async def resume(self, payload: Any = None) -> None:
+    async def resume(self, payload: RawValue = NO_INPUT) -> None:
         if self._parse("resume", ResumeInput, payload) is None:
             return
         if self._cp.status == "paused":
@@ -315,29 +314,29 @@ class AgentSession:
         self._show()
 
     @workflow.signal(name="reset")
-    async def reset_signal(self, payload: Any = None) -> None:
+    async def reset_signal(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("reset", ResetInput, payload)
         if req is not None:
             await self._guarded("reset", self._reset(req))
 
     @workflow.update(name="reset_state")
-    async def reset_state(self, payload: Any = None) -> SessionReport:
+    async def reset_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
         req = self._parse_or_raise("reset_state", ResetInput, payload)
         return await self._reset(req)
 
     @workflow.signal(name="compact")
-    async def compact_signal(self, payload: Any = None) -> None:
+    async def compact_signal(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("compact", CompactInput, payload)
         if req is not None:
             await self._guarded("compact", self._compact(req, source="operator"))
 
     @workflow.update(name="compact_state")
-    async def compact_state(self, payload: Any = None) -> SessionReport:
+    async def compact_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
         req = self._parse_or_raise("compact_state", CompactInput, payload)
         return await self._compact(req, source="update")
 
     @workflow.update(name="describe_state")
-    async def describe_state(self, payload: Any = None) -> SessionReport:
+    async def describe_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
         """A fresh report read from SQL (the query answers from the cached one)."""
         req = self._parse_or_raise("describe_state", DescribeInput, payload)
         async with self._lock:
@@ -350,7 +349,7 @@ class AgentSession:
             return self._report(out.report)
 
     @workflow.signal(name="add_hint")
-    async def add_hint(self, payload: Any = None) -> None:
+    async def add_hint(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("add_hint", AddHintInput, payload)
         if req is None:
             return
@@ -366,7 +365,7 @@ class AgentSession:
         await self._guarded("add_hint", run())
 
     @workflow.signal(name="migrate")
-    async def migrate(self, payload: Any = None) -> None:
+    async def migrate(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("migrate", MigrateInput, payload)
         if req is None:
             return
@@ -375,7 +374,7 @@ class AgentSession:
         self._show()
 
     @workflow.signal(name="close")
-    async def close(self, payload: Any = None) -> None:
+    async def close(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("close", CloseInput, payload)
         if req is None:
             return
@@ -383,10 +382,15 @@ class AgentSession:
         self._cp.last_operation = "closed by operator"
 
     @workflow.query(name="describe")
-    def describe(self, payload: Any = None) -> SessionReport:
-        include_data = False
-        if isinstance(payload, dict):
-            include_data = bool(payload.get("include_data", False))
+    def describe(self, payload: RawValue = NO_INPUT) -> SessionReport:
+        try:
+            req: DescribeInput = self._parse_or_raise("describe", DescribeInput, payload)
+        except ApplicationError as err:
+            # A failed query reaches its caller as a message only, so the code leads it.
+            raise _reject(err.type or "InvalidInput", f"{err.type}: {err.message}") from err
+        return self._describe(req.include_data)
+
+    def _describe(self, include_data: bool) -> SessionReport:
         report = StateOperationResult(
             operation="describe",
             session_id=self._input.session_id,
@@ -405,15 +409,7 @@ class AgentSession:
 
     def _parse_or_raise(self, operation: str, model: type[BaseModel], payload: Any) -> Any:
         try:
-            if payload is None:
-                payload = {}
-            if not isinstance(payload, dict):
-                raise _reject("InvalidInput", f"{operation} takes a JSON object")
-            return model.model_validate(payload)
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise _reject("InvalidInput", f"{operation}: {where}: {first.get('msg')}") from err
+            return parse_request(operation, model, payload)
         except StatecoreError as err:
             raise _reject(err.code, err.message) from err
 

@@ -30,6 +30,7 @@ from statecore.models import (
     KVScope,
     Message,
     SessionRef,
+    reject_nul,
     validate_identifier,
     validate_text,
 )
@@ -155,21 +156,6 @@ def check_messages(messages: Any) -> list[Message]:
 # --- JSON documents ----------------------------------------------------------------------------
 
 
-def _reject_nul(value: Any, what: str) -> None:
-    # PostgreSQL's jsonb cannot hold U+0000, so no backend accepts it: one rule everywhere.
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise InvalidInputError(f"{what} contains a NUL character; remove it")
-        elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-
-
 def encode_json(
     value: Any, what: str, limit: int, too_large: type[StatecoreError] = ContentTooLargeError
 ) -> str:
@@ -181,8 +167,9 @@ def encode_json(
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"{what} is not JSON-serialisable: {exc}") from exc
-    # After dumps, which has ruled out reference cycles the walk could not leave.
-    _reject_nul(value, what)
+    # After dumps, which has ruled out reference cycles the walk could not leave. (U+0000:
+    # one rule everywhere, the same the request models apply before a turn starts.)
+    reject_nul(value, what)
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
