@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -26,10 +28,11 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from statecore.errors import StatecoreError, error_from_code
-from statecore.models import MAX_MESSAGE_BYTES, SessionRef, validate_identifier, validate_key
+from statecore.errors import ERRORS_BY_CODE, InvalidInputError, StatecoreError, error_from_code
+from statecore.models import SessionRef, validate_identifier, validate_key
 from statecore.protocol import (
     DEFAULT_TASK_QUEUE,
+    MAX_TURN_REQUEST_BYTES,
     WORKFLOW_TYPE,
     AddHintInput,
     CloseInput,
@@ -45,9 +48,23 @@ from statecore.protocol import (
     workflow_id_for,
 )
 
-#: Temporal's hard payload limit is 2 MiB; stay well below it for the whole update request.
-MAX_UPDATE_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
+#: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
+#: SendMessageInput itself, here and in the workflow's validator).
+MAX_UPDATE_BYTES = MAX_TURN_REQUEST_BYTES
 _RETRYABLE_CODES = {"SessionDraining"}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _request(model: type[M], **fields: Any) -> M:
+    """Build a request model; a field it refuses is an InvalidInputError naming the field
+    (the models' own statecore errors, such as UnknownStore, pass through as they are)."""
+    try:
+        return model(**fields)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or model.__name__
+        raise InvalidInputError(f"{where}: {first.get('msg')}", field=where) from err
 
 
 class AgentSessionClient:
@@ -76,8 +93,12 @@ class AgentSessionClient:
     # --- sessions ------------------------------------------------------------------------------
 
     def session_input(self, agent_id: str, session_id: str, **options: Any) -> SessionInput:
-        return SessionInput(
-            agent_id=agent_id, session_id=session_id, namespace=self.namespace, **options
+        return _request(
+            SessionInput,
+            agent_id=agent_id,
+            session_id=session_id,
+            namespace=self.namespace,
+            **options,
         )
 
     def handle(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, Any]:
@@ -114,10 +135,9 @@ class AgentSessionClient:
         same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...)."""
         turn_id = turn_id or uuid.uuid4().hex
         validate_key(turn_id)
-        message = SendMessageInput(turn_id=turn_id, content=content, role=role)  # type: ignore[arg-type]
-        size = len(message.model_dump_json().encode())
-        if size > MAX_UPDATE_BYTES:
-            raise StatecoreError(f"turn payload is {size} bytes; the limit is {MAX_UPDATE_BYTES}")
+        # SendMessageInput refuses what the workflow would refuse, size included, before
+        # anything reaches the server.
+        message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_for.total_seconds()
@@ -160,37 +180,39 @@ class AgentSessionClient:
             return await self._update(handle, "describe_state", DescribeInput(include_data=True))
         try:
             return await handle.query("describe", DescribeInput(), result_type=SessionReport)
-        except RPCError as err:
+        except (RPCError, WorkflowQueryFailedError) as err:
             raise _typed(err) from err
 
     async def reset(
         self, agent_id: str, session_id: str, stores: list[str] | None = None
     ) -> SessionReport:
-        return await self._update(
-            self.handle(agent_id, session_id), "reset_state", ResetInput(stores=stores or [])
-        )
+        request = _request(ResetInput, stores=stores or [])
+        return await self._update(self.handle(agent_id, session_id), "reset_state", request)
 
     async def compact(self, agent_id: str, session_id: str, **request: Any) -> SessionReport:
-        return await self._update(
-            self.handle(agent_id, session_id), "compact_state", CompactInput(**request)
-        )
+        compaction = _request(CompactInput, **request)
+        return await self._update(self.handle(agent_id, session_id), "compact_state", compaction)
 
     async def pause(
         self, agent_id: str, session_id: str, reason: str = "paused by operator"
     ) -> None:
-        await self._signal(agent_id, session_id, "pause", PauseInput(reason=reason))
+        await self._signal(agent_id, session_id, "pause", _request(PauseInput, reason=reason))
 
     async def resume(self, agent_id: str, session_id: str) -> None:
         await self._signal(agent_id, session_id, "resume", {})
 
     async def add_hint(self, agent_id: str, session_id: str, text: str) -> None:
-        await self._signal(agent_id, session_id, "add_hint", AddHintInput(text=text))
+        await self._signal(agent_id, session_id, "add_hint", _request(AddHintInput, text=text))
 
     async def migrate(self, agent_id: str, session_id: str, task_queue: str) -> None:
-        await self._signal(agent_id, session_id, "migrate", MigrateInput(task_queue=task_queue))
+        await self._signal(
+            agent_id, session_id, "migrate", _request(MigrateInput, task_queue=task_queue)
+        )
 
     async def close(self, agent_id: str, session_id: str, *, delete_state: bool = False) -> None:
-        await self._signal(agent_id, session_id, "close", CloseInput(delete_state=delete_state))
+        await self._signal(
+            agent_id, session_id, "close", _request(CloseInput, delete_state=delete_state)
+        )
 
     async def status(self, agent_id: str, session_id: str) -> str:
         """The Temporal execution status of the session's latest run (RUNNING, COMPLETED...)."""
@@ -234,6 +256,12 @@ def _typed(err: Exception) -> StatecoreError:
     if isinstance(cause, ApplicationError):
         typed = error_from_code(cause.type, cause.message)
         return typed
+    if isinstance(err, WorkflowQueryFailedError):
+        # A failed query carries only its message; statecore's lead with their code.
+        code, _, message = err.message.partition(": ")
+        if code in ERRORS_BY_CODE:
+            return error_from_code(code, message)
+        return StatecoreError(f"the query failed: {err.message}")
     if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND:
             return error_from_code("SessionNotFound", f"no such session workflow: {err.message}")
