@@ -105,6 +105,8 @@ class CodecServer(ThreadingHTTPServer):
 class _CodecRequestHandler(BaseHTTPRequestHandler):
     server: CodecServer
     protocol_version = "HTTP/1.1"
+    #: A POST whose body is not read yet (see ``_reply``).
+    _body_pending = False
 
     def do_OPTIONS(self) -> None:
         """CORS preflight: the browser asks before its cross-origin JSON POST."""
@@ -115,6 +117,7 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
         self._reply(HTTPStatus.NO_CONTENT, None, {"Access-Control-Max-Age": "600"})
 
     def do_POST(self) -> None:
+        self._body_pending = True
         origin = self.headers.get("Origin")
         if origin is not None and not self._origin_allowed(origin):
             self._reply(HTTPStatus.FORBIDDEN, {"error": f"origin {origin!r} is not allowed"})
@@ -156,8 +159,8 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 {"error": f"request body over {MAX_BODY_BYTES} bytes"},
             )
-            self.close_connection = True  # the unread body must not be taken for a request
             return None
+        self._body_pending = False
         return self.rfile.read(int(length))
 
     def _origin_allowed(self, origin: str) -> bool:
@@ -171,6 +174,11 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
     ) -> None:
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
+        if self._body_pending:
+            # A request refused before its body was read: on a kept-alive connection the
+            # unread body would be parsed as the next request.
+            self.close_connection = True
+            self.send_header("Connection", "close")
         origin = self.headers.get("Origin")
         if origin is not None and self._origin_allowed(origin):
             self.send_header("Access-Control-Allow-Origin", origin)

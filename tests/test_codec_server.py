@@ -46,8 +46,8 @@ def post(server: CodecServer, path: str, body: object, **headers: str) -> httpx.
     return httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=10)
 
 
-async def test_decode_returns_the_plaintext_payload(server: CodecServer) -> None:
-    [sealed] = await CODEC.encode([plain(SECRET)])
+def test_decode_returns_the_plaintext_payload(server: CodecServer) -> None:
+    sealed = CODEC.encrypt(plain(SECRET))
     response = post(server, "/decode", body_of(sealed))
     assert response.status_code == 200
     # Temporal's JSON form: metadata values and data are base64.
@@ -57,7 +57,7 @@ async def test_decode_returns_the_plaintext_payload(server: CodecServer) -> None
     assert payloads_of(response) == [plain(SECRET)]
 
 
-async def test_encode_then_decode_round_trips_under_any_path_prefix(server: CodecServer) -> None:
+def test_encode_then_decode_round_trips_under_any_path_prefix(server: CodecServer) -> None:
     encoded = post(server, "/codec/default/encode", body_of(plain(SECRET), plain("two")))
     assert encoded.status_code == 200
     sealed = payloads_of(encoded)
@@ -67,13 +67,28 @@ async def test_encode_then_decode_round_trips_under_any_path_prefix(server: Code
     assert payloads_of(decoded) == [plain(SECRET), plain("two")]
 
 
-async def test_a_wrong_or_missing_bearer_token_decodes_nothing(server: CodecServer) -> None:
-    [sealed] = await CODEC.encode([plain(SECRET)])
+def test_a_wrong_or_missing_bearer_token_decodes_nothing(server: CodecServer) -> None:
+    sealed = CODEC.encrypt(plain(SECRET))
     for auth in ("Bearer wrong-token", f"Bearer {TOKEN}x", "", TOKEN):
         response = post(server, "/decode", body_of(sealed), Authorization=auth)
         assert response.status_code == 401, auth
         assert response.headers["WWW-Authenticate"] == "Bearer"
         assert SECRET not in response.text
+
+
+def test_a_refused_request_does_not_poison_a_kept_alive_connection(
+    server: CodecServer,
+) -> None:
+    sealed = CODEC.encrypt(plain(SECRET))
+    with httpx.Client(base_url=server.url, timeout=10) as http:  # one pooled connection
+        refused = http.post("/decode", json=body_of(sealed), headers={"Authorization": "x"})
+        preflight = http.options("/decode", headers={"Origin": UI_ORIGIN})
+        decoded = http.post(
+            "/decode", json=body_of(sealed), headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+    assert refused.status_code == 401
+    assert preflight.status_code == 204  # not the refused body read as a request line
+    assert payloads_of(decoded) == [plain(SECRET)]
 
 
 def test_cors_preflight_answers_the_ui_origin_only(server: CodecServer) -> None:
@@ -97,8 +112,8 @@ def test_cors_preflight_answers_the_ui_origin_only(server: CodecServer) -> None:
     assert "Access-Control-Allow-Origin" not in stranger.headers
 
 
-async def test_posts_from_another_origin_are_refused(server: CodecServer) -> None:
-    [sealed] = await CODEC.encode([plain(SECRET)])
+def test_posts_from_another_origin_are_refused(server: CodecServer) -> None:
+    sealed = CODEC.encrypt(plain(SECRET))
     refused = post(server, "/decode", body_of(sealed), Origin="http://evil.example")
     assert refused.status_code == 403
     assert SECRET not in refused.text
@@ -107,12 +122,12 @@ async def test_posts_from_another_origin_are_refused(server: CodecServer) -> Non
     assert allowed.headers["Access-Control-Allow-Origin"] == UI_ORIGIN
 
 
-async def test_unknown_key_and_tampering_are_errors_not_ciphertext(server: CodecServer) -> None:
-    [foreign] = await EncryptionCodec(Keyring([("other", generate_key())])).encode([plain("x")])
+def test_unknown_key_and_tampering_are_errors_not_ciphertext(server: CodecServer) -> None:
+    foreign = EncryptionCodec(Keyring([("other", generate_key())])).encrypt(plain("x"))
     unknown = post(server, "/decode", body_of(foreign))
     assert unknown.status_code == 422
     assert unknown.json()["code"] == "UnknownEncryptionKey"
-    [sealed] = await CODEC.encode([plain(SECRET)])
+    sealed = CODEC.encrypt(plain(SECRET))
     tampered = Payload(metadata=dict(sealed.metadata), data=sealed.data[:-1] + b"\x00")
     rejected = post(server, "/decode", body_of(tampered))
     assert rejected.status_code == 422
