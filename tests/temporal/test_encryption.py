@@ -332,6 +332,23 @@ async def test_codec_server_rejects_a_wrong_token_and_answers_preflight(
     assert "x-namespace" in preflight.headers["Access-Control-Allow-Headers"].lower()
 
 
+async def test_the_temporal_cli_reads_the_history_through_the_codec_server(
+    dev_server: DevServer, encrypted: SessionRun, codec_server_url: str
+) -> None:
+    show = ["workflow", "show", "--workflow-id", encrypted.workflow_id, "--output", "json"]
+    decoded = await cli(
+        dev_server,
+        *show,
+        "--codec-endpoint",
+        codec_server_url,
+        "--codec-auth",
+        f"Bearer {TOKEN}",
+    )
+    hits = plaintext_hits(decoded)
+    assert any("acceptedRequest" in hit for hit in hits), hits
+    assert not any(encoding_of(p) == ENCRYPTED for _, p in payloads(json.loads(decoded)))
+
+
 async def test_the_dev_server_ui_can_point_at_the_codec_server(tmp_path: Path) -> None:
     endpoint = "http://127.0.0.1:8081"
     server = await start_dev_server(
