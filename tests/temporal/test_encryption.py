@@ -401,3 +401,47 @@ async def test_keys_rotate_under_a_running_session(dev_server: DevServer) -> Non
     sealed = [p for _, p in payloads(history) if encoding_of(p) == ENCRYPTED]
     assert {key_id_of(p) for p in sealed} == {"k-old", "k-new"}
     assert plaintext_hits(exported) == []
+
+
+@pytest.mark.slow
+async def test_a_worker_missing_a_key_stalls_the_session_until_one_holding_it_runs(
+    dev_server: DevServer,
+) -> None:
+    agent, session = f"agent-{uuid.uuid4().hex[:8]}", "missing-key"
+    queue = f"tq-{uuid.uuid4().hex[:10]}"
+    old = EncryptionCodec(Keyring([("k-old", KEY_OLD)]))
+    new_only = EncryptionCodec(Keyring([("k-new", KEY_NEW)]))
+    both = EncryptionCodec(Keyring([("k-old", KEY_OLD), ("k-new", KEY_NEW)]))
+    show = [
+        "workflow",
+        "show",
+        "--workflow-id",
+        workflow_id_for(agent, session),
+        "--output",
+        "json",
+    ]
+    async with fresh_database("sqlite", "missing-key") as url:
+        async with running_env(dev_server, url, task_queue=queue, codec=old) as env:
+            await env.sessions.send(agent, session, "before", turn_id="t1")
+        # A worker deployed without the old key cannot replay the session: its workflow task
+        # fails with a typed error and nothing is committed; the turn waits.
+        async with running_env(dev_server, url, task_queue=queue, codec=new_only) as env:
+            pending = asyncio.create_task(env.sessions.send(agent, session, "after", turn_id="t2"))
+            failures: list[dict] = []
+            for _ in range(150):
+                events = json.loads(await cli(dev_server, *show))["events"]
+                failures = [e for e in events if "workflowTaskFailedEventAttributes" in e]
+                if failures:
+                    break
+                await asyncio.sleep(0.2)
+            assert failures, "the worker without the key should fail the workflow task"
+            failure = failures[0]["workflowTaskFailedEventAttributes"]["failure"]
+            assert failure["applicationFailureInfo"]["type"] == "UnknownEncryptionKeyError"
+            assert failure["message"] == "Encoded failure"  # the message itself is encrypted
+            assert not pending.done()
+        # Once a worker holding the key runs, the same turn completes exactly once.
+        async with running_env(dev_server, url, task_queue=queue, codec=both) as env:
+            result = await asyncio.wait_for(pending, timeout=60)
+            report = await env.sessions.describe(agent, session)
+    assert result.turn == 2
+    assert report.checkpoint.turn == 2
