@@ -2,8 +2,9 @@
 
 The metrics and log test runs ``python worker.py --metrics-port N --log-format json`` as its
 own process against a Temporal dev server and reads what an operator would read: the
-``/metrics`` endpoint and the worker's log lines. The tracing test runs a worker in-process
-with the same interceptor ``--otel`` installs, exporting to memory.
+``/metrics`` endpoint and the worker's log lines. One tracing test runs a worker in-process
+with the interceptor ``--otel`` installs, exporting to memory; another runs
+``worker.py --otel --otel-endpoint`` against a local stand-in for an OTLP collector.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -168,3 +171,54 @@ async def test_a_turn_is_one_trace_from_client_to_activities(dev_server: DevServ
     assert len({span.context.trace_id for span in spans}) == 1, "one turn, one trace"
     run = next(s for s in spans if s.name == "RunActivity:statecore.generate")
     assert run.attributes and run.attributes["temporalWorkflowID"] == "agent-session:tracer:s1"
+
+
+class Collector(trace_service_pb2_grpc.TraceServiceServicer):
+    """Stands in for an OpenTelemetry collector: keeps what it is sent over OTLP/gRPC."""
+
+    def __init__(self) -> None:
+        self.requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
+
+    async def Export(
+        self, request: trace_service_pb2.ExportTraceServiceRequest, context: object
+    ) -> trace_service_pb2.ExportTraceServiceResponse:
+        self.requests.append(request)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+    def spans(self) -> list[tuple[str, str]]:
+        """(service.name, span name) of every span received."""
+        out = []
+        for request in self.requests:
+            for resource_spans in request.resource_spans:
+                attrs = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+                for scope in resource_spans.scope_spans:
+                    out += [(attrs.get("service.name", ""), span.name) for span in scope.spans]
+        return out
+
+
+async def test_worker_otel_flag_exports_spans_to_an_otlp_collector(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    collector = Collector()
+    server = grpc.aio.server()
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    queue = f"tq-{uuid.uuid4().hex[:8]}"
+    args = ["--address", dev_server.address, "--task-queue", queue]
+    args += ["--otel", "--otel-endpoint", f"http://127.0.0.1:{port}"]
+    client = await Client.connect(dev_server.address, data_converter=pydantic_data_converter)
+    try:
+        async with (
+            fresh_database("sqlite", "otlp") as url,
+            worker_cli([*args, "--database-url", url], base_env(), tmp_path / "w.log") as proc,
+        ):
+            sessions = AgentSessionClient(client, task_queue=queue)
+            await sessions.send("otlp-agent", "s1", "hello", turn_id="t1")
+        assert proc.returncode == 0  # stopping flushes the batched spans
+    finally:
+        await server.stop(grace=None)
+
+    received = collector.spans()
+    assert ("statecore-worker", "RunActivity:statecore.generate") in received
+    assert ("statecore-worker", "HandleUpdate:send_message") in received

@@ -51,7 +51,7 @@ async def worker_cli(
         await _wait_ready(proc, log_path, ready_within)
         yield proc
     finally:
-        _stop(proc)
+        await _stop(proc)
 
 
 async def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, within: float) -> None:
@@ -67,15 +67,20 @@ async def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, within: flo
         await asyncio.sleep(0.2)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+async def _stop(proc: subprocess.Popen[bytes], within: float = 30.0) -> None:
+    """SIGTERM, then wait without blocking the event loop (a test may serve the worker from
+    it while it shuts down, e.g. a collector receiving its last spans)."""
     if proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while proc.poll() is None:
+        if loop.time() > deadline:
+            proc.kill()
+            await asyncio.to_thread(proc.wait, 10)
+            return
+        await asyncio.sleep(0.1)
 
 
 def log_tail(log_path: Path, lines: int = 40) -> str:
