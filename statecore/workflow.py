@@ -24,15 +24,16 @@ Only temporalio, pydantic and statecore's pure models are imported here.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from statecore.errors import StatecoreError
 from statecore.models import KVEntry, Message, SessionRef, TokenUsage, validate_key
 from statecore.protocol import (
     ACT_COMMIT_TURN,
@@ -95,6 +96,34 @@ MODEL_RETRY = RetryPolicy(
 )
 
 
+#: Temporal fails a workflow task (again on every retry) whose command carries payloads over
+#: 2 MiB; the model activity's input is refused before that with ContentTooLarge.
+MAX_ACTIVITY_INPUT_BYTES = 2 * 1024 * 1024 - 64 * 1024
+
+T = TypeVar("T")
+
+
+def bad_input(err: StatecoreError | ValidationError) -> ApplicationError:
+    """Bad input found in workflow code, as the typed failure its caller should see.
+
+    Anything but an ApplicationError raised from a handler fails the workflow task, which
+    Temporal retries forever: the workflow would take no more turns."""
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return ApplicationError(
+            f"{where}: {first.get('msg')}", type="InvalidInput", non_retryable=True
+        )
+    return ApplicationError(err.message, type=err.code, non_retryable=True)
+
+
+def _checked(build: Callable[[], T]) -> T:
+    try:
+        return build()
+    except (StatecoreError, ValidationError) as err:
+        raise bad_input(err) from err
+
+
 def reraise_activity_error(err: ActivityError) -> ApplicationError:
     """Turn a failed activity into the typed ApplicationError its caller should see.
 
@@ -152,6 +181,15 @@ class TurnSession:
             raise reraise_activity_error(err) from err
 
     async def run_model(self, arg: GenerateInput) -> GenerateResult:
+        size = len(arg.model_dump_json().encode("utf-8"))
+        if size > MAX_ACTIVITY_INPUT_BYTES:
+            raise ApplicationError(
+                f"this turn's messages and buffered changes are {size} bytes as JSON; a model "
+                f"call can carry at most {MAX_ACTIVITY_INPUT_BYTES}. Commit large state with "
+                "turn.commit() (no model call), or store large data by reference",
+                type="ContentTooLarge",
+                non_retryable=True,
+            )
         try:
             return await workflow.execute_activity(
                 ACT_GENERATE,
@@ -196,34 +234,36 @@ class TurnKV:
         expected_revision: int | None = None,
         ttl_seconds: float | None = None,
     ) -> None:
-        validate_key(key)
+        _checked(lambda: validate_key(key))
         if isinstance(value, bytes | bytearray):
-            op = KVOp(
-                op="put",
-                bucket=bucket,
-                key=key,
-                kind="bytes",
-                value=base64.b64encode(bytes(value)).decode("ascii"),
-                expected_revision=expected_revision,
-                ttl_seconds=ttl_seconds,
-            )
+            encoded: dict[str, Any] = {
+                "kind": "bytes",
+                "value": base64.b64encode(bytes(value)).decode("ascii"),
+            }
         else:
-            op = KVOp(
+            encoded = {"value": value}
+        op = _checked(
+            lambda: KVOp(
                 op="put",
                 bucket=bucket,
                 key=key,
-                value=value,
                 expected_revision=expected_revision,
                 ttl_seconds=ttl_seconds,
+                **encoded,
             )
+        )
         self._ops.append(op)
         self._local[(bucket, key)] = value
         self._deleted.discard((bucket, key))
 
     def delete(self, bucket: str, key: str, *, expected_revision: int | None = None) -> None:
-        validate_key(key)
+        _checked(lambda: validate_key(key))
         self._ops.append(
-            KVOp(op="delete", bucket=bucket, key=key, expected_revision=expected_revision)
+            _checked(
+                lambda: KVOp(
+                    op="delete", bucket=bucket, key=key, expected_revision=expected_revision
+                )
+            )
         )
         self._local.pop((bucket, key), None)
         self._deleted.add((bucket, key))
@@ -237,7 +277,7 @@ class TurnFlow:
         self._ops: list[FlowOp] = []
 
     def save(self, flow_id: str, step: str, data: dict[str, Any] | None = None) -> None:
-        self._ops.append(FlowOp(flow_id=flow_id, step=step, data=data or {}))
+        self._ops.append(_checked(lambda: FlowOp(flow_id=flow_id, step=step, data=data or {})))
 
     async def latest(self, flow_id: str) -> FlowOp | None:
         """The newest checkpoint: this turn's own if it saved one, else SQL's."""
@@ -309,7 +349,7 @@ class Turn:
     """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
 
     def __init__(self, session: TurnSession, turn_id: str) -> None:
-        validate_key(turn_id)
+        _checked(lambda: validate_key(turn_id))
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []
