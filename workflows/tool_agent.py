@@ -191,23 +191,27 @@ class ToolAgent:
                         non_retryable=True,
                     )
                 self._progress.tool_calls += 1
+                # Names come from the bindings, never from the model: they end up in SQL
+                # identifiers (flow step, used tools), which a made-up name could break.
+                binding = next((t for t in input.tools if t.name == call.name), None)
+                step = f"tool.{binding.name}" if binding else "tool.unknown"
                 self._checkpoint(
                     turn,
                     input.flow_id,
-                    f"tool.{call.name}",
+                    step,
                     {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
                 )
-                content = await self._run_tool(turn, input, call)
+                if binding is None:
+                    offered = ", ".join(t.name for t in input.tools) or "none"
+                    content = f"error: there is no tool named {call.name!r} (offered: {offered})"
+                else:
+                    content = await self._run_tool(turn, binding, call)
+                    turn.used_tool(binding.name)
+                    if binding.name not in self._progress.tools_used:
+                        self._progress.tools_used.append(binding.name)
                 turn.append(Message(role="tool", content=content, tool_call_id=call.id))
-                turn.used_tool(call.name)
-                if call.name not in self._progress.tools_used:
-                    self._progress.tools_used.append(call.name)
 
-    async def _run_tool(self, turn: Turn, input: ToolAgentInput, call: ToolCall) -> str:
-        binding = next((t for t in input.tools if t.name == call.name), None)
-        if binding is None:
-            offered = ", ".join(t.name for t in input.tools) or "none"
-            return f"error: there is no tool named {call.name!r} (offered: {offered})"
+    async def _run_tool(self, turn: Turn, binding: ToolBinding, call: ToolCall) -> str:
         try:
             out: ToolCallResult = await workflow.execute_activity(
                 binding.activity,

@@ -145,6 +145,16 @@ async def test_a_task_that_needs_a_tool_is_answered_with_its_result(agent_env: E
     assert "calculator" in sql.orchestration.recently_used_tools
     assert sql.orchestration.active_step == ANSWERED
 
+    handle = agent_env.client.get_workflow_handle(
+        tool_agent_workflow_id(agent_env.agent, SESSION, "t1")
+    )
+    progress = await handle.query(ToolAgent.progress)
+    assert (progress.step, progress.tool_calls, progress.tools_used) == (
+        ANSWERED,
+        1,
+        ["calculator"],
+    )
+
 
 async def test_two_tools_in_one_task_calculator_then_kv_lookup(agent_env: Env) -> None:
     ref = SessionRef(agent_id=agent_env.agent, session_id=SESSION)
