@@ -10,6 +10,7 @@ admitted by the server and then fails the workflow task forever).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -104,7 +105,11 @@ class AgentSessionClient:
     def handle(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, Any]:
         validate_identifier(agent_id, "agent_id")
         validate_identifier(session_id, "session_id")
-        return self.client.get_workflow_handle(workflow_id_for(agent_id, session_id))
+        return self.client.get_workflow_handle(self.workflow_id(agent_id, session_id))
+
+    def workflow_id(self, agent_id: str, session_id: str) -> str:
+        """The session's workflow id; it names the namespace unless it is the default one."""
+        return workflow_id_for(agent_id, session_id, self.namespace)
 
     async def start(
         self, agent_id: str, session_id: str, **options: Any
@@ -114,7 +119,7 @@ class AgentSessionClient:
         return await self.client.start_workflow(
             WORKFLOW_TYPE,
             inp,
-            id=workflow_id_for(agent_id, session_id),
+            id=self.workflow_id(agent_id, session_id),
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
@@ -143,18 +148,19 @@ class AgentSessionClient:
         deadline = loop.time() + self.retry_for.total_seconds()
         delay = 0.05
         while True:
+            # A with-start operation is single-use: build a new one per attempt.
+            start = WithStartWorkflowOperation(
+                WORKFLOW_TYPE,
+                session,
+                id=self.workflow_id(agent_id, session_id),
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
             try:
                 return await self.client.execute_update_with_start_workflow(
                     "send_message",
                     message,
-                    # A with-start operation is single-use: build a new one per attempt.
-                    start_workflow_operation=WithStartWorkflowOperation(
-                        WORKFLOW_TYPE,
-                        session,
-                        id=workflow_id_for(agent_id, session_id),
-                        task_queue=self.task_queue,
-                        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                    ),
+                    start_workflow_operation=start,
                     id=turn_id,
                     result_type=TurnResult,
                 )
@@ -163,6 +169,7 @@ class AgentSessionClient:
                 RPCError,
                 WorkflowUpdateRPCTimeoutOrCancelledError,
             ) as err:
+                await _settle(start)
                 if not _transient(err) or loop.time() + delay > deadline:
                     raise _typed(err) from err
             await asyncio.sleep(delay)
@@ -267,3 +274,10 @@ def _typed(err: Exception) -> StatecoreError:
             return error_from_code("SessionNotFound", f"no such session workflow: {err.message}")
         return StatecoreError(f"Temporal refused the request: {err.message}")
     return StatecoreError(str(err))
+
+
+async def _settle(start: WithStartWorkflowOperation[Any, Any]) -> None:
+    """Collect the start half's outcome of a failed update-with-start, so its exception is
+    not reported later as never retrieved (the update's error is the one that matters)."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(start.workflow_handle(), timeout=0.01)

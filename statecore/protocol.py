@@ -84,9 +84,16 @@ ACT_ADD_HINT = "statecore.add_hint"
 ACT_CLOSE_SESSION = "statecore.close_session"
 
 
-def workflow_id_for(agent_id: str, session_id: str) -> str:
-    """The default workflow id of a session: ``agent-session:{agent_id}:{session_id}``."""
-    return f"agent-session:{agent_id}:{session_id}"
+def workflow_id_for(agent_id: str, session_id: str, namespace: str = DEFAULT_NAMESPACE) -> str:
+    """The default workflow id of a session: ``agent-session:{agent_id}:{session_id}`` in
+    the default namespace, ``agent-session:{namespace}:{agent_id}:{session_id}`` in any other.
+
+    Two tenants may use the same agent and session ids; one workflow id for both would send
+    one tenant's turns into the other's session. Identifiers never contain ':', so the two
+    forms cannot be confused."""
+    if namespace == DEFAULT_NAMESPACE:
+        return f"agent-session:{agent_id}:{session_id}"
+    return f"agent-session:{namespace}:{agent_id}:{session_id}"
 
 
 class TurnCheckpoint(StatecoreModel):

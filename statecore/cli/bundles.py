@@ -238,10 +238,8 @@ async def _stored_sessions(store: StateStore, namespace: str) -> list[SessionRef
 
 
 async def _refuse_live(settings: Settings, targets: list[SessionRef]) -> None:
-    """SessionStateError (exit code 4) if any target's workflow is running.
-
-    Workflow ids do not carry the state namespace, so a running session with the same agent
-    and session id in another state namespace also counts: better refused than corrupted."""
+    """SessionStateError (exit code 4) if any target's workflow is running (workflow ids
+    name the state namespace, see ``workflow_id_for``)."""
     if not targets:
         return
     try:
@@ -251,7 +249,7 @@ async def _refuse_live(settings: Settings, targets: list[SessionRef]) -> None:
             f"{exc.message}. Import asks Temporal whether a running workflow owns the target;"
             " pass --no-live-check only if no worker uses this database"
         ) from exc
-    wanted = {workflow_id_for(t.agent_id, t.session_id): t for t in targets}
+    wanted = {workflow_id_for(t.agent_id, t.session_id, t.namespace): t for t in targets}
     if len(wanted) == 1:
         from temporalio.client import WorkflowExecutionStatus
         from temporalio.service import RPCError, RPCStatusCode

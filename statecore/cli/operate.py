@@ -22,7 +22,6 @@ from statecore.protocol import (
     CompactInput,
     PauseInput,
     ResetInput,
-    workflow_id_for,
 )
 
 if TYPE_CHECKING:
@@ -188,7 +187,7 @@ async def send_signal(args: argparse.Namespace, settings: Settings) -> int:
                 "sent": True,
                 "agent_id": agent,
                 "session_id": session,
-                "workflow_id": workflow_id_for(agent, session),
+                "workflow_id": sessions.workflow_id(agent, session),
             }
         )
     else:
@@ -211,7 +210,7 @@ async def _on_workflow(
             ) from exc
         raise SessionNotFoundError(
             f"no session {args.agent}/{args.session}: Temporal has no workflow "
-            f"{workflow_id_for(args.agent, args.session)}"
+            f"{sessions.workflow_id(args.agent, args.session)}"
         ) from exc
 
 
