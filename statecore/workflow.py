@@ -436,6 +436,7 @@ class Turn:
         )
         assert out.commit is not None
         self._finish(out.commit)
+        out.commit = self.result
         if not out.commit.duplicate:
             self.messages.append(out.message)
             self._usage = self._usage + out.usage
@@ -451,5 +452,12 @@ class Turn:
         return result
 
     def _finish(self, result: CommitTurnResult) -> None:
+        # The activity reports "already committed" whenever it finds the turn record, also
+        # when the record is this very turn's, written by an earlier attempt whose completion
+        # was lost (worker killed after the commit). Only a turn numbered at or below the last
+        # one this session counted was committed before this turn began.
+        own_commit = result.turn > self.session.turn_number
+        if result.duplicate and own_commit:
+            result = result.model_copy(update={"duplicate": False})
         self.result = result
         self.session.turn_number = max(self.session.turn_number, result.turn)

@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from statecore.client import AgentSessionClient
 from statecore.devserver import DevServer, start_dev_server
 from statecore.plugin import StatecorePlugin
+from statecore.store.migrate import upgrade_database
 from tests.dbs import fresh_database
 
 pytestmark = pytest.mark.temporal
@@ -67,6 +68,9 @@ async def running_env(
     **plugin_kwargs: Any,
 ) -> AsyncIterator[Env]:
     queue = task_queue or f"tq-{uuid.uuid4().hex[:10]}"
+    if not database_url.startswith("memory"):
+        # Migrate before the worker starts, so a test may read SQL before its first turn.
+        await upgrade_database(database_url)
     plugin = StatecorePlugin(database_url, **plugin_kwargs)
     client = await Client.connect(dev_server.address, plugins=[plugin])
     async with Worker(client, task_queue=queue):

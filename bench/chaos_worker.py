@@ -1,0 +1,48 @@
+"""The worker the chaos run kills: a real statecore worker whose model takes a little time.
+
+    python -m bench.chaos_worker ADDRESS TASK_QUEUE DATABASE_URL
+
+The model is the offline model behind a random 20-200 ms delay, standing in for an LLM's
+latency so that kills land inside turns as well as between them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sys
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from statecore.llm import ModelRequest, ModelResponse, OfflineModel
+from statecore.plugin import StatecorePlugin
+
+
+class LatentOfflineModel:
+    name = "offline-with-latency"
+
+    def __init__(self) -> None:
+        self._inner = OfflineModel()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(random.uniform(0.02, 0.2))
+        return await self._inner.complete(request)
+
+
+async def main(address: str, task_queue: str, database_url: str) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    plugin = StatecorePlugin(database_url, models={"default": LatentOfflineModel()})
+    while True:  # the dev server may be restarting when this worker starts
+        try:
+            client = await Client.connect(address, plugins=[plugin])
+            break
+        except RuntimeError:
+            await asyncio.sleep(0.5)
+    async with Worker(client, task_queue=task_queue):
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))
