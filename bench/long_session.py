@@ -50,9 +50,17 @@ async def run_long_session(
     *,
     max_minutes: float,
     meter: CpuMeter,
+    control: Scenario | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run up to ``turns`` turns (stopping after ``max_minutes``); returns the JSON block and
-    the per-turn series for the plot."""
+    the per-turn series for the plot.
+
+    ``control`` (the floor) takes one turn after each turn of both windows: the first and last
+    turns are many minutes apart, and on a shared machine the load may change in between; the
+    agent-to-floor ratio of each window is not fooled by that."""
+    planned_w = max(1, min(WINDOW, turns // 3))
+    controls: dict[str, list[float]] = {"first": [], "last": []}
+    control_seconds = 0.0
     turn_ids: list[str] = []
     latency: list[float] = []
     cpu: list[tuple[float, float]] = []  # (bench process, server) CPU seconds per turn
@@ -66,6 +74,11 @@ async def run_long_session(
         cpu1, srv1 = meter.read()
         cpu.append((cpu1 - cpu0, srv1 - srv0))
         turn_ids.append(turn_id)
+        which = "first" if n <= planned_w else "last" if n > turns - planned_w else None
+        if control is not None and which is not None:
+            took = await timed(control.send, f"{session}-control", n)
+            controls[which].append(took)
+            control_seconds += took
         if n % report_every == 0:
             recent = latency[-report_every:]
             print(
@@ -76,7 +89,7 @@ async def run_long_session(
         if time.perf_counter() > deadline:
             print(f"  long session: stopped at {n} turns after {max_minutes} min", flush=True)
             break
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - start - control_seconds
 
     history = await session_history(client, scenario.workflow_id(session))
     per_turn = [history.bytes_by_update.get(t) for t in turn_ids]
@@ -89,6 +102,12 @@ async def run_long_session(
     last = _window(latency[-w:], per_turn[-w:], cpu[-w:])
     first["turns"] = f"1-{w}"
     last["turns"] = f"{done - w + 1}-{done}"
+    for window, name in ((first, "first"), (last, "last")):
+        floor = controls[name]
+        window["floor_p50_ms"] = round(percentile(floor, 50) * 1000, 2) if floor else None
+        window["p50_ratio_to_floor"] = (
+            round(window["p50_ms"] / window["floor_p50_ms"], 3) if floor else None
+        )
     runs = [r.as_json() for r in history.runs]
     total_size = sum(r["history_size_bytes"] for r in runs)
     block = {
@@ -104,6 +123,7 @@ async def run_long_session(
         "change_pct": {
             "p50_latency": _change(first["p50_ms"], last["p50_ms"]),
             "history_bytes_p50": _change(first["history_bytes_p50"], last["history_bytes_p50"]),
+            "p50_ratio_to_floor": _change(first["p50_ratio_to_floor"], last["p50_ratio_to_floor"]),
             "bench_process_cpu": _change(
                 first["bench_process_cpu_ms_per_turn"], last["bench_process_cpu_ms_per_turn"]
             ),

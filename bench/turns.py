@@ -222,7 +222,13 @@ async def long_session(b: Bench, s: Settings) -> tuple[dict[str, Any], dict[str,
     )
     session = f"long-{uuid.uuid4().hex[:8]}"
     block, series = await run_long_session(
-        b.client, scenario, session, s.long_turns, max_minutes=s.long_max_minutes, meter=b.meter
+        b.client,
+        scenario,
+        session,
+        s.long_turns,
+        max_minutes=s.long_max_minutes,
+        meter=b.meter,
+        control=b.scenarios[0],
     )
     block["max_turns_per_run"] = s.long_turns_per_run or "default (1000)"
     report = await b.sqlite_sessions.describe(b.agent_id, session)
@@ -312,7 +318,13 @@ def print_summary(result: dict[str, Any]) -> None:
         f"{last['history_bytes_p50']} history bytes/turn (median)"
     )
     print(
+        f"  load control (floor p50, same windows): {first['floor_p50_ms']} ms -> "
+        f"{last['floor_p50_ms']} ms; agent/floor {first['p50_ratio_to_floor']} -> "
+        f"{last['p50_ratio_to_floor']}"
+    )
+    print(
         f"  change: latency {long['change_pct']['p50_latency']}%, "
+        f"latency relative to the floor {long['change_pct']['p50_ratio_to_floor']}%, "
         f"history bytes {long['change_pct']['history_bytes_p50']}% (target within "
         f"{long['target_change_pct']}%)"
     )

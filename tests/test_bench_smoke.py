@@ -83,4 +83,9 @@ def test_turn_bench_quick(tmp_path: Path) -> None:
         assert 0 < long[window]["p50_ms"] <= long[window]["p99_ms"]
         # A turn adds a few KiB of history whatever the conversation's length.
         assert 1_000 < long[window]["history_bytes_p50"] < 20_000
+        # The floor ran alongside each window as a control for the machine's load.
+        assert long[window]["floor_p50_ms"] > 0
+        assert long[window]["p50_ratio_to_floor"] == pytest.approx(
+            long[window]["p50_ms"] / long[window]["floor_p50_ms"], rel=0.01
+        )
     assert long["change_pct"]["history_bytes_p50"] is not None
