@@ -11,11 +11,7 @@ from temporalio import activity
 from activities.errors import typed_errors
 from activities.resources import WorkerResources
 from statecore import control
-from statecore.compaction import CompactionRequest
-from statecore.llm import ModelSummarizer
-from statecore.metrics import record_compaction
-from statecore.models import StateOperationResult
-from statecore.protocol import (
+from statecore.activity_io import (
     ACT_ADD_HINT,
     ACT_CLOSE_SESSION,
     ACT_COMPACT,
@@ -27,6 +23,10 @@ from statecore.protocol import (
     OpenSessionInput,
     SessionSnapshot,
 )
+from statecore.compaction import CompactionRequest
+from statecore.llm import ModelSummarizer
+from statecore.metrics import record_compaction
+from statecore.models import StateOperationResult
 from statecore.turnlog import snapshot
 
 

@@ -18,8 +18,8 @@ from temporalio import activity
 
 from activities.errors import typed_errors
 from activities.resources import WorkerResources
+from statecore.activity_io import ToolBinding, ToolCallInput, ToolCallResult
 from statecore.errors import InvalidInputError
-from statecore.protocol import ToolBinding, ToolCallInput, ToolCallResult
 from statecore.store.slots import validate_user_bucket
 
 TOOL_CALCULATOR = "statecore.example.calculator"

@@ -13,12 +13,7 @@ from temporalio import activity
 
 from activities.errors import typed_errors
 from activities.resources import WorkerResources
-from statecore.context import assemble_context
-from statecore.errors import RevisionConflictError
-from statecore.llm import ModelRequest, ModelResponse
-from statecore.metrics import record_turn
-from statecore.models import KVEntry, Message, ToolCall
-from statecore.protocol import (
+from statecore.activity_io import (
     ACT_COMMIT_TURN,
     ACT_GENERATE,
     ACT_READ_FLOW,
@@ -34,6 +29,11 @@ from statecore.protocol import (
     ReadStateInput,
     ReadStateResult,
 )
+from statecore.context import assemble_context
+from statecore.errors import RevisionConflictError
+from statecore.llm import ModelRequest, ModelResponse
+from statecore.metrics import record_turn
+from statecore.models import KVEntry, Message, ToolCall
 from statecore.store.slots import validate_user_bucket
 from statecore.turnlog import commit_turn, find_turn
 

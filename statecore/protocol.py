@@ -1,17 +1,14 @@
-"""What crosses Temporal boundaries: workflow input, update/signal/query payloads, activity I/O.
+"""The AgentSession contract: names, workflow input, and update/signal/query payloads.
 
-Every workflow, update, signal and activity takes one model and returns one model, so fields
-can be added compatibly. Activity names are stable, namespaced constants: an incompatible
-input change gets a new name while the old one keeps working. This module is imported by
-workflow code, so it stays pure (pydantic and statecore.models only).
-
-None of these models carries a transcript: activities read messages from SQL by reference,
-so workflow history grows by a constant per turn.
+This is the public interface operators and programs use (DESIGN section 6): the workflow type,
+id, search attributes, and the JSON shapes of ``send_message``, the signals and ``describe``.
+Every handler takes one model and returns one model, so fields can be added compatibly. It
+is imported by workflow code, so it stays pure (pydantic and statecore's models only).
+Activity inputs and outputs live in ``statecore.activity_io``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,9 +27,7 @@ from statecore.models import (
     SessionStatus,
     StatecoreModel,
     StateOperationResult,
-    StoredMessage,
     TokenUsage,
-    ToolCall,
     reject_nul,
     validate_identifier,
     validate_key,
@@ -41,8 +36,6 @@ from statecore.models import (
 
 WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
-#: Updates the server lets one workflow have in flight (its default); the client queues past it.
-MAX_IN_FLIGHT_UPDATES = 10
 #: Continue-as-new well before the server's 2,000-updates-per-run ceiling.
 DEFAULT_MAX_TURNS_PER_RUN = 1000
 #: Bounded memory of committed turn ids carried across continue-as-new for cheap dedup;
@@ -67,21 +60,6 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
     SA_STATUS: "Keyword",
     SA_TURN: "Int",
 }
-
-# Activity names (stable; see module docstring).
-ACT_OPEN_SESSION = "statecore.open_session"
-ACT_RUN_TURN = "statecore.run_turn"
-ACT_BEGIN_TURN = "statecore.begin_turn"
-ACT_GENERATE = "statecore.generate"
-ACT_COMMIT_TURN = "statecore.commit_turn"
-ACT_READ_KV = "statecore.read_kv"
-ACT_READ_FLOW = "statecore.read_flow"
-ACT_READ_STATE = "statecore.read_state"
-ACT_DESCRIBE = "statecore.describe"
-ACT_RESET = "statecore.reset"
-ACT_COMPACT = "statecore.compact"
-ACT_ADD_HINT = "statecore.add_hint"
-ACT_CLOSE_SESSION = "statecore.close_session"
 
 
 def workflow_id_for(agent_id: str, session_id: str, namespace: str = DEFAULT_NAMESPACE) -> str:
@@ -320,241 +298,3 @@ class SessionReport(StateOperationResult):
     agent_id: str = ""
     checkpoint: TurnCheckpoint = Field(default_factory=TurnCheckpoint)
     rejections: list[Rejection] = Field(default_factory=list)
-
-
-# --- activity inputs and outputs ---------------------------------------------------------------
-
-
-class OpenSessionInput(StatecoreModel):
-    ref: SessionRef
-    system_prompt: str | None = None
-    ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS
-
-
-class SessionSnapshot(StatecoreModel):
-    """Counters read from SQL: how a fresh run (first start, or resume after close) learns
-    where the session stands without replaying anything."""
-
-    turn: int = 0
-    last_seq: int = 0
-    message_count: int = 0
-    token_total: int = 0
-    window_tokens: int = 0
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    active_step: str | None = None
-    stores: list[Any] = Field(default_factory=list)
-
-
-class RunTurnInput(StatecoreModel):
-    ref: SessionRef
-    turn_id: str
-    turn: int
-    message: Message
-    profile: SessionProfile
-    model: str = "default"
-
-
-class KVOp(StatecoreModel):
-    """A buffered KV write; a bytes value travels as base64 text with ``kind="bytes"``."""
-
-    op: Literal["put", "delete"]
-    bucket: str
-    key: str
-    kind: Literal["json", "bytes"] = "json"
-    value: JsonValue = None
-    expected_revision: int | None = None
-    ttl_seconds: float | None = None
-
-
-class FlowOp(StatecoreModel):
-    flow_id: str
-    step: str
-    data: dict[str, JsonValue] = Field(default_factory=dict)
-
-
-class StateOp(StatecoreModel):
-    """The turn's final scoped-state document (AutoGen: visible to the host at commit)."""
-
-    state: dict[str, JsonValue]
-    expected_version: int | None = None
-
-
-class OrchestrationOp(StatecoreModel):
-    active_step: str | None = None
-    set_active_step: bool = False
-    used_tools: list[str] = Field(default_factory=list)
-    advance_sequence: int = 0
-
-
-class CommitTurnInput(StatecoreModel):
-    """Everything a turn changed, committed by one local activity in one SQL transaction."""
-
-    ref: SessionRef
-    turn_id: str
-    turn: int
-    messages: list[Message] = Field(default_factory=list)
-    kv: list[KVOp] = Field(default_factory=list)
-    flow: list[FlowOp] = Field(default_factory=list)
-    state: StateOp | None = None
-    orchestration: OrchestrationOp | None = None
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    result: dict[str, JsonValue] = Field(default_factory=dict)
-
-
-class CommitTurnResult(StatecoreModel):
-    turn: int
-    duplicate: bool
-    first_seq: int
-    last_seq: int
-    message_count: int
-    token_total: int
-    #: Tokens from the window start to the end of the log (drives auto-summarize).
-    window_tokens: int = 0
-    state_version: int | None = None
-    result: dict[str, JsonValue] = Field(default_factory=dict)
-
-
-class BeginTurnInput(StatecoreModel):
-    ref: SessionRef
-    turn_id: str
-    load_state: bool = False
-
-
-class BeginTurnResult(StatecoreModel):
-    committed: CommitTurnResult | None = None
-    state: dict[str, JsonValue] | None = None
-    state_version: int | None = None
-    last_seq: int = 0
-
-
-class GenerateInput(StatecoreModel):
-    """A model call whose context is assembled from SQL plus the turn's uncommitted messages."""
-
-    ref: SessionRef
-    turn_id: str
-    pending: list[Message] = Field(default_factory=list)
-    profile: SessionProfile = Field(default_factory=SessionProfile)
-    model: str = "default"
-    tools: list[dict[str, JsonValue]] = Field(default_factory=list)
-    #: When set, the reply and this turn's buffered changes commit in the same activity
-    #: (one round trip per chat turn); a turn id already committed skips the model call.
-    commit: CommitTurnInput | None = None
-
-
-class GenerateResult(StatecoreModel):
-    message: Message
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    context_tokens: int = 0
-    finish_reason: str = "stop"
-    commit: CommitTurnResult | None = None
-
-
-class ReadKVInput(StatecoreModel):
-    ref: SessionRef
-    bucket: str
-    key: str
-
-
-class ReadFlowInput(StatecoreModel):
-    ref: SessionRef
-    flow_id: str
-
-
-class ReadStateInput(StatecoreModel):
-    """Read the scoped state of (task_id=session_id, agent_id) of the session."""
-
-    ref: SessionRef
-
-
-class ReadStateResult(StatecoreModel):
-    state: dict[str, JsonValue] | None = None
-    version: int | None = None
-
-
-class ControlInput(StatecoreModel):
-    """Input of the control activities (describe/reset/compact/add_hint)."""
-
-    ref: SessionRef
-    include_data: bool = False
-    stores: list[str] = Field(default_factory=list)
-    compact: CompactInput | None = None
-    hint: str | None = None
-    profile: SessionProfile = Field(default_factory=SessionProfile)
-    model: str = "default"
-
-
-class ControlResult(StatecoreModel):
-    report: StateOperationResult
-    snapshot: SessionSnapshot
-
-
-def stored_reply(messages: list[StoredMessage]) -> ReplyMessage:
-    """The assistant reply of a committed turn (its last assistant message)."""
-    for m in reversed(messages):
-        if m.role == "assistant":
-            return ReplyMessage(
-                content=m.content, tool_calls=[c.model_dump() for c in m.tool_calls]
-            )
-    return ReplyMessage(content="")
-
-
-# --- tools: what a tool-using workflow offers the model and how it runs a tool ---------------
-
-# The OpenAI function-name alphabet (the same rule as statecore.llm.ToolSpec).
-_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class ToolBinding(StatecoreModel):
-    """A tool as the model sees it (``name``, ``description``, ``parameters``) bound to the
-    activity that runs it. Tools are user code: any activity taking ``ToolCallInput`` and
-    returning ``ToolCallResult`` can be bound. The timeouts bound how long a dead worker can
-    hold a call before it is retried elsewhere."""
-
-    name: str
-    activity: str
-    description: str = ""
-    parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
-    timeout_seconds: float = Field(default=60.0, gt=0, le=24 * 3600)
-    #: Set for long tools that heartbeat: a killed worker is noticed after this long.
-    heartbeat_seconds: float | None = Field(default=None, gt=0, le=3600)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not _TOOL_NAME_RE.match(v):
-            raise InvalidInputError(
-                f"tool name {v!r} may use only letters, digits, '_' and '-' (1 to 64 characters)"
-            )
-        return v
-
-    @field_validator("activity")
-    @classmethod
-    def _activity(cls, v: str) -> str:
-        return validate_key(v)
-
-    def spec(self) -> dict[str, JsonValue]:
-        """What the model is offered (``statecore.llm.ToolSpec``'s shape)."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
-
-
-class ToolCallInput(StatecoreModel):
-    """Input of a tool activity: the model's call (arguments as JSON text, as the model wrote
-    them) and the session it belongs to."""
-
-    ref: SessionRef
-    turn_id: str
-    call: ToolCall
-
-
-class ToolCallResult(StatecoreModel):
-    """What the tool tells the model; stored as the tool message's content."""
-
-    content: str
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, v: str) -> str:
-        return validate_text(v, "tool result")

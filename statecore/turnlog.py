@@ -14,9 +14,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from statecore.activity_io import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.errors import RevisionConflictError
 from statecore.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
-from statecore.protocol import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 

@@ -33,9 +33,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from statecore.errors import StatecoreError
-from statecore.models import KVEntry, Message, SessionRef, TokenUsage, validate_key
-from statecore.protocol import (
+from statecore.activity_io import (
     ACT_COMMIT_TURN,
     ACT_GENERATE,
     ACT_READ_FLOW,
@@ -52,9 +50,11 @@ from statecore.protocol import (
     ReadKVInput,
     ReadStateInput,
     ReadStateResult,
-    SessionProfile,
     StateOp,
 )
+from statecore.errors import StatecoreError
+from statecore.models import KVEntry, Message, SessionRef, TokenUsage, validate_key
+from statecore.protocol import SessionProfile
 
 TState = TypeVar("TState", bound=BaseModel)
 

@@ -8,9 +8,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.resources import WorkerResources
 from activities.tools import MAX_EXPRESSION_LENGTH, ExampleTools, evaluate
+from statecore.activity_io import ToolCallInput
 from statecore.errors import InvalidInputError
 from statecore.models import SessionRef, ToolCall
-from statecore.protocol import ToolCallInput
 
 
 @pytest.mark.parametrize(

@@ -19,16 +19,22 @@ from temporalio import workflow
 from temporalio.common import RawValue, SearchAttributeKey, SearchAttributePair
 from temporalio.exceptions import ApplicationError
 
-from statecore.errors import StatecoreError
-from statecore.metrics import record_rejection
-from statecore.models import StateOperationResult, StateStoreReport
-from statecore.protocol import (
+from statecore.activity_io import (
     ACT_ADD_HINT,
     ACT_CLOSE_SESSION,
     ACT_COMPACT,
     ACT_DESCRIBE,
     ACT_OPEN_SESSION,
     ACT_RESET,
+    ControlInput,
+    ControlResult,
+    OpenSessionInput,
+    SessionSnapshot,
+)
+from statecore.errors import StatecoreError
+from statecore.metrics import record_rejection
+from statecore.models import StateOperationResult, StateStoreReport
+from statecore.protocol import (
     RECENT_REJECTIONS,
     RECENT_TURN_IDS,
     SA_AGENT_ID,
@@ -39,11 +45,8 @@ from statecore.protocol import (
     AddHintInput,
     CloseInput,
     CompactInput,
-    ControlInput,
-    ControlResult,
     DescribeInput,
     MigrateInput,
-    OpenSessionInput,
     PauseInput,
     Rejection,
     ReplyMessage,
@@ -52,7 +55,6 @@ from statecore.protocol import (
     SendMessageInput,
     SessionInput,
     SessionReport,
-    SessionSnapshot,
     TurnCheckpoint,
     TurnResult,
 )

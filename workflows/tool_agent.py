@@ -24,6 +24,14 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from statecore.activity_io import (
+    ACT_OPEN_SESSION,
+    OpenSessionInput,
+    SessionSnapshot,
+    ToolBinding,
+    ToolCallInput,
+    ToolCallResult,
+)
 from statecore.errors import InvalidIdentifierError
 from statecore.models import (
     DEFAULT_NAMESPACE,
@@ -33,14 +41,6 @@ from statecore.models import (
     ToolCall,
     validate_identifier,
     validate_text,
-)
-from statecore.protocol import (
-    ACT_OPEN_SESSION,
-    OpenSessionInput,
-    SessionSnapshot,
-    ToolBinding,
-    ToolCallInput,
-    ToolCallResult,
 )
 from statecore.workflow import NON_RETRYABLE_CODES, Turn, TurnSession
 

@@ -22,11 +22,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from activities.tools import CALCULATOR, LOOKUP, example_tools
+from statecore.activity_io import ToolBinding
 from statecore.devserver import DevServer
 from statecore.errors import InvalidIdentifierError, InvalidInputError, MigrationError
 from statecore.models import FlowCheckpoint, OrchestrationState, SessionRef, StoredMessage
 from statecore.plugin import workflow_runner
-from statecore.protocol import ToolBinding
 from statecore.store import open_store
 from statecore.store.base import StateStore
 from tests.dbs import fresh_database
