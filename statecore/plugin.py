@@ -46,6 +46,7 @@ SANDBOX_PASSTHROUGH = (
     "statecore.errors",
     "statecore.context",
     "statecore.protocol",
+    "statecore.activity_io",
 )
 
 
