@@ -125,6 +125,10 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """Start a worker unless one is running (the supervisor and a kill event may both
+        try; a second process would be orphaned)."""
+        if self.alive():
+            return
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 self.args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
