@@ -1,0 +1,78 @@
+"""Every stored row, read with plain SQL, so a test can prove what a call did not change.
+
+``all_rows`` reads every table of the schema in primary-key order. ``rows_by_owner`` groups
+the same rows by who owns them, so a test can show that work on one session, (task, agent)
+scope or namespace left every other owner's rows exactly as they were.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from statecore.store.sql.schema import kv_entries, metadata, scoped_states, sessions
+
+Rows = dict[str, list[tuple[Any, ...]]]
+#: (namespace, agent_id, session_id or task_id) for a session or a (task, agent) scope, and
+#: (namespace, "", "") for the KV shared by a namespace.
+Owner = tuple[str, str, str]
+
+
+async def all_rows(database_url: str) -> Rows:
+    """Every row of every statecore table, by table name, in primary-key order."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            rows: Rows = {}
+            for table in metadata.sorted_tables:
+                result = await conn.execute(select(table).order_by(*table.primary_key.columns))
+                rows[table.name] = [tuple(row) for row in result.all()]
+            return rows
+    finally:
+        await engine.dispose()
+
+
+def _kv_owner(row: Any) -> Owner:
+    namespace, owner = row.namespace, row.owner
+    if owner == "":
+        return (namespace, "", "")
+    agent_id, session_id = owner.split("/")
+    return (namespace, agent_id, session_id)
+
+
+async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
+    """Every row grouped by its owner. A session's rows (header, messages, hints, flow,
+    orchestration, KV, and the scoped state of (task_id=session_id, agent_id)) share the
+    owner (namespace, agent_id, session_id)."""
+    engine = create_async_engine(database_url, poolclass=NullPool)
+    grouped: dict[Owner, Rows] = defaultdict(lambda: defaultdict(list))
+    try:
+        async with engine.connect() as conn:
+            owners: dict[int, Owner] = {}
+            for row in (await conn.execute(select(sessions).order_by(sessions.c.id))).all():
+                owners[row.id] = (row.namespace, row.agent_id, row.session_id)
+                grouped[owners[row.id]]["sessions"].append(tuple(row))
+            for table in metadata.sorted_tables:
+                if table is sessions:
+                    continue
+                result = await conn.execute(select(table).order_by(*table.primary_key.columns))
+                for row in result.all():
+                    if table is kv_entries:
+                        owner = _kv_owner(row)
+                    elif table is scoped_states:
+                        owner = (row.namespace, row.agent_id, row.task_id)
+                    else:
+                        owner = owners[row.session_pk]
+                    grouped[owner][table.name].append(tuple(row))
+    finally:
+        await engine.dispose()
+    return {owner: dict(tables) for owner, tables in grouped.items()}
+
+
+def without(grouped: dict[Owner, Rows], *owners: Owner) -> dict[Owner, Rows]:
+    """``grouped`` minus the given owners: what a call on those owners must leave alone."""
+    return {owner: rows for owner, rows in grouped.items() if owner not in owners}
