@@ -211,7 +211,11 @@ class AgentSession:
                 self._after_turn(input.turn_id, commit, out.usage)
                 if self._needs_summary():
                     # Inside this turn's lock hold, so no other turn sees a half-moved window.
-                    await self._run_compact(CompactInput(strategy="summarize"), source="auto")
+                    # The turn has committed: a failed summary is recorded, not the turn's error.
+                    await self._guarded(
+                        "auto_compact",
+                        self._run_compact(CompactInput(strategy="summarize"), source="auto"),
+                    )
             self._show()
             return result
 

@@ -66,3 +66,42 @@ async def test_summarize_compaction_runs_by_itself_past_the_threshold(env: Env) 
     )
     assert "summary: yes" in last.reply.content
     assert last.context_tokens <= 600
+
+
+class _NoSummaries:
+    """A model that chats but refuses to summarize (the LLM is the one part tests fake)."""
+
+    name = "no-summaries"
+
+    def __init__(self) -> None:
+        from statecore.llm import OfflineModel
+
+        self._inner = OfflineModel()
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        from statecore.errors import ModelError
+
+        if request.purpose == "summarize":
+            raise ModelError("summaries are switched off on this endpoint")
+        return await self._inner.complete(request)
+
+
+async def test_a_failed_auto_summary_is_recorded_and_never_fails_the_turn(dev_server) -> None:
+    from tests.dbs import fresh_database
+    from tests.temporal.conftest import running_env
+
+    profile = {"max_tokens": 600, "summarization_threshold": 200}
+    async with (
+        fresh_database("sqlite", "nosum") as url,
+        running_env(dev_server, url, models={"default": _NoSummaries()}) as env,
+    ):
+        for i in range(6):
+            result = await env.sessions.send(
+                env.agent, "ns", f"fact {i}: " + "detail " * 25, turn_id=f"n{i}", profile=profile
+            )
+            assert result.turn == i + 1
+        report = await env.sessions.describe(env.agent, "ns")
+        assert report.checkpoint.message_count == 12
+        failed = [r for r in report.rejections if r.operation == "auto_compact"]
+        assert failed and failed[-1].code == "ModelError"
+        assert report.checkpoint.status == "active"
