@@ -34,6 +34,7 @@ from bench.load_checks import (
     check_sql,
     proc_status_kib,
     scrape,
+    summarize_worker_log,
     worker_counters,
 )
 from bench.measure import CONTENT, CpuMeter, percentile
@@ -144,14 +145,15 @@ async def run(s: Settings, tmp: Path) -> dict[str, Any]:
         facts = await server_facts(server)
         metrics_port = free_port()
         args = ["--address", server.address, "--database-url", url, "--task-queue", TASK_QUEUE]
-        args += ["--metrics-port", str(metrics_port)]
+        args += ["--metrics-port", str(metrics_port), "--log-format", "json"]
         log = tmp / "worker.log"
         async with worker_cli(args, base_env(), log) as worker:
             report = await measure(s, server, worker.pid, metrics_port)
             if worker.poll() is not None:
                 report["problems"].append(f"worker exited with {worker.returncode}")
+        report["worker_log"] = summarize_worker_log(log)
         if report["problems"] or not report["ok"]:
-            report["worker_log_tail"] = log_tail(log, 60).splitlines()
+            report["worker_log"]["tail"] = log_tail(log, 40).splitlines()
         report["sql"] = asdict(sql := await check_sql(url, AGENT, expected_turns(s)))
         report["ok"] = report["ok"] and sql.ok and not report["problems"]
     finally:
@@ -167,7 +169,7 @@ async def run(s: Settings, tmp: Path) -> dict[str, Any]:
         "server": facts,
         "worker": {
             "command": "python worker.py --address ADDRESS --database-url POSTGRESQL_URL "
-            f"--task-queue {TASK_QUEUE} --metrics-port PORT",
+            f"--task-queue {TASK_QUEUE} --metrics-port PORT --log-format json",
             "database": "PostgreSQL 127.0.0.1:5432, a fresh database dropped afterwards",
             "settings": "worker.py defaults (SDK slot and pool defaults, offline model)",
         },
@@ -277,6 +279,9 @@ def print_summary(r: dict[str, Any]) -> None:
     )
     failures = {k: v["total"] for k, v in r["worker_metrics"]["failures"].items()}
     print(f"  worker failure counters: {failures}")
+    print(f"  worker log records: {r['worker_log']['records_by_level']}")
+    for entry in r["worker_log"]["warnings_and_errors"][:10]:
+        print(f"  worker log: {entry['count']} x {entry['line']}")
     print(
         f"  SQL: {sql['sessions_found']}/{sql['sessions_expected']} sessions, "
         f"{sql['messages_found']}/{sql['messages_expected']} messages; missing "

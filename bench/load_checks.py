@@ -7,10 +7,12 @@ endpoint (``worker.py --metrics-port``).
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.request
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
@@ -155,6 +157,31 @@ def proc_status_kib(pid: int, field_name: str) -> int:
             if line.startswith(f"{field_name}:"):
                 return int(line.split()[1])
     raise RuntimeError(f"/proc/{pid}/status has no {field_name}")
+
+
+def summarize_worker_log(path: Path) -> dict[str, Any]:
+    """Records of the worker's JSON log by level, and the first distinct warnings and errors
+    (with their exception's last line): what went wrong inside the worker, retried or not."""
+    levels: Counter[str] = Counter()
+    notable: dict[str, int] = {}
+    other_lines = 0
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            other_lines += 1  # not statecore's logging (e.g. the Rust core's own output)
+            continue
+        levels[record["level"]] += 1
+        if record["level"] in ("WARNING", "ERROR", "CRITICAL"):
+            cause = (record.get("exception") or "").strip().splitlines()[-1:]
+            key = f"{record['level']} {record['logger']}: {record['message'][:300]}"
+            key += f" ({cause[0][:300]})" if cause else ""
+            notable[key] = notable.get(key, 0) + 1
+    return {
+        "records_by_level": dict(levels),
+        "other_lines": other_lines,
+        "warnings_and_errors": [{"line": k, "count": n} for k, n in list(notable.items())[:15]],
+    }
 
 
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)$")
