@@ -8,7 +8,7 @@
         turn.append(Message(role="user", content=text))
         plan = await turn.state.get()               # loaded once, by a local activity
         turn.state.update(plan.model_copy(update={"step": 2}))
-        await turn.kv.put("notes", "last", {"text": text})
+        turn.kv.put("notes", "last", {"text": text})
         reply = await turn.respond()                # model call + commit of everything above
 
 Changes made during a turn are buffered in the workflow and committed by ONE activity, in one
@@ -23,118 +23,35 @@ Only temporalio, pydantic and statecore's pure models are imported here.
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from statecore.activity_io import (
     ACT_COMMIT_TURN,
     ACT_GENERATE,
-    ACT_READ_FLOW,
-    ACT_READ_KV,
-    ACT_READ_STATE,
     CommitTurnInput,
     CommitTurnResult,
-    FlowOp,
     GenerateInput,
     GenerateResult,
-    KVOp,
     OrchestrationOp,
-    ReadFlowInput,
-    ReadKVInput,
-    ReadStateInput,
-    ReadStateResult,
-    StateOp,
 )
-from statecore.errors import StatecoreError
-from statecore.models import KVEntry, Message, SessionRef, TokenUsage, validate_key
+from statecore.activity_policy import (
+    MAX_ACTIVITY_INPUT_BYTES,
+    MODEL_RETRY,
+    SQL_RETRY,
+    checked,
+    reraise_activity_error,
+)
+from statecore.models import Message, SessionRef, TokenUsage, validate_key
 from statecore.protocol import SessionProfile
+from statecore.turn_buffers import TurnFlow, TurnKV, TurnState
 
 TState = TypeVar("TState", bound=BaseModel)
-
-#: Error codes that no retry can fix: the activity fails at once and the caller sees them.
-NON_RETRYABLE_CODES = [
-    "InvalidInput",
-    "EmptyContent",
-    "ContentTooLarge",
-    "InvalidIdentifier",
-    "InvalidLimit",
-    "UnknownStore",
-    "UnknownStrategy",
-    "StateTooLarge",
-    "InvalidBundle",
-    "UnknownEncoding",
-    "ContextBudgetExceeded",
-    "RevisionConflict",
-    "VersionConflict",
-    "AlreadyExists",
-    "NotFound",
-    "SessionNotFound",
-    "ResetRefused",
-    "ModelError",
-]
-
-#: SQL work: short, retried patiently so a database restart does not fail the turn.
-SQL_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=5),
-    non_retryable_error_types=NON_RETRYABLE_CODES,
-)
-#: Model calls: the model endpoint may be slow or rate-limited.
-MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=NON_RETRYABLE_CODES,
-)
-
-
-#: Temporal fails a workflow task (again on every retry) whose command carries payloads over
-#: 2 MiB; the model activity's input is refused before that with ContentTooLarge.
-MAX_ACTIVITY_INPUT_BYTES = 2 * 1024 * 1024 - 64 * 1024
-
-T = TypeVar("T")
-
-
-def bad_input(err: StatecoreError | ValidationError) -> ApplicationError:
-    """Bad input found in workflow code, as the typed failure its caller should see.
-
-    Anything but an ApplicationError raised from a handler fails the workflow task, which
-    Temporal retries forever: the workflow would take no more turns."""
-    if isinstance(err, ValidationError):
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return ApplicationError(
-            f"{where}: {first.get('msg')}", type="InvalidInput", non_retryable=True
-        )
-    return ApplicationError(err.message, type=err.code, non_retryable=True)
-
-
-def _checked(build: Callable[[], T]) -> T:
-    try:
-        return build()
-    except (StatecoreError, ValidationError) as err:
-        raise bad_input(err) from err
-
-
-def reraise_activity_error(err: ActivityError) -> ApplicationError:
-    """Turn a failed activity into the typed ApplicationError its caller should see.
-
-    Raising ApplicationError from an update handler fails that update only; any other
-    exception would fail the workflow task and wedge the session."""
-    cause = err.cause
-    if isinstance(cause, ApplicationError):
-        return ApplicationError(
-            cause.message, *cause.details, type=cause.type, non_retryable=cause.non_retryable
-        )
-    return ApplicationError(str(cause or err), type="ActivityFailed", non_retryable=True)
 
 
 class TurnSession:
@@ -203,153 +120,11 @@ class TurnSession:
             raise reraise_activity_error(err) from err
 
 
-class TurnKV:
-    """KV access inside a turn: reads see the turn's own buffered writes first."""
-
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
-        self._ops: list[KVOp] = []
-        self._local: dict[tuple[str, str], Any] = {}
-        self._deleted: set[tuple[str, str]] = set()
-
-    async def get(self, bucket: str, key: str) -> Any:
-        """The value (bytes or JSON) or None: the turn's own write if any, else SQL's."""
-        if (bucket, key) in self._deleted:
-            return None
-        if (bucket, key) in self._local:
-            return self._local[(bucket, key)]
-        entry: KVEntry | None = await self._turn.session.run_sql(
-            ACT_READ_KV,
-            ReadKVInput(ref=self._turn.session.ref, bucket=bucket, key=key),
-            KVEntry | None,
-        )
-        return None if entry is None else entry.value
-
-    def put(
-        self,
-        bucket: str,
-        key: str,
-        value: Any,
-        *,
-        expected_revision: int | None = None,
-        ttl_seconds: float | None = None,
-    ) -> None:
-        _checked(lambda: validate_key(key))
-        if isinstance(value, bytes | bytearray):
-            encoded: dict[str, Any] = {
-                "kind": "bytes",
-                "value": base64.b64encode(bytes(value)).decode("ascii"),
-            }
-        else:
-            encoded = {"value": value}
-        op = _checked(
-            lambda: KVOp(
-                op="put",
-                bucket=bucket,
-                key=key,
-                expected_revision=expected_revision,
-                ttl_seconds=ttl_seconds,
-                **encoded,
-            )
-        )
-        self._ops.append(op)
-        self._local[(bucket, key)] = value
-        self._deleted.discard((bucket, key))
-
-    def delete(self, bucket: str, key: str, *, expected_revision: int | None = None) -> None:
-        _checked(lambda: validate_key(key))
-        self._ops.append(
-            _checked(
-                lambda: KVOp(
-                    op="delete", bucket=bucket, key=key, expected_revision=expected_revision
-                )
-            )
-        )
-        self._local.pop((bucket, key), None)
-        self._deleted.add((bucket, key))
-
-
-class TurnFlow:
-    """Flow checkpoints inside a turn (saved at commit, in order)."""
-
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
-        self._ops: list[FlowOp] = []
-
-    def save(self, flow_id: str, step: str, data: dict[str, Any] | None = None) -> None:
-        self._ops.append(_checked(lambda: FlowOp(flow_id=flow_id, step=step, data=data or {})))
-
-    async def latest(self, flow_id: str) -> FlowOp | None:
-        """The newest checkpoint: this turn's own if it saved one, else SQL's."""
-        for op in reversed(self._ops):
-            if op.flow_id == flow_id:
-                return op
-        found: FlowOp | None = await self._turn.session.run_sql(
-            ACT_READ_FLOW,
-            ReadFlowInput(ref=self._turn.session.ref, flow_id=flow_id),
-            FlowOp | None,
-        )
-        return found
-
-
-class TurnState(Generic[TState]):
-    """AutoGen's StateContext: ``get`` sees this turn's update, ``update`` buffers a new
-    document, ``reset`` discards the buffered one. Committed with the turn."""
-
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
-        self._loaded = False
-        self._base: TState | None = None
-        self._version: int | None = None
-        self._pending: TState | None = None
-
-    def _type(self) -> type[TState]:
-        state_type = self._turn.session.state_type
-        if state_type is None:
-            raise ApplicationError(
-                "this session has no state_type; pass TurnSession(..., state_type=Model)",
-                type="InvalidInput",
-                non_retryable=True,
-            )
-        return state_type  # type: ignore[return-value]
-
-    async def get(self) -> TState:
-        if self._pending is not None:
-            return self._pending
-        if not self._loaded:
-            found: ReadStateResult = await self._turn.session.run_sql(
-                ACT_READ_STATE, ReadStateInput(ref=self._turn.session.ref), ReadStateResult
-            )
-            state_type = self._type()
-            self._base = (
-                state_type.model_validate(found.state) if found.state is not None else state_type()
-            )
-            self._version = found.version
-            self._loaded = True
-        assert self._base is not None
-        return self._base
-
-    def update(self, state: TState) -> None:
-        if not isinstance(state, self._type()):
-            raise ApplicationError(
-                f"state must be a {self._type().__name__}", type="InvalidInput", non_retryable=True
-            )
-        self._pending = state
-
-    def reset(self) -> None:
-        self._pending = None
-
-    def _op(self) -> StateOp | None:
-        if self._pending is None:
-            return None
-        return StateOp(state=self._pending.model_dump(mode="json"), expected_version=self._version)
-
-
 class Turn:
     """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
 
     def __init__(self, session: TurnSession, turn_id: str) -> None:
-        _checked(lambda: validate_key(turn_id))
+        checked(lambda: validate_key(turn_id))
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []

@@ -32,6 +32,7 @@ from statecore.activity_io import (
     ToolCallInput,
     ToolCallResult,
 )
+from statecore.activity_policy import NON_RETRYABLE_CODES
 from statecore.errors import InvalidIdentifierError
 from statecore.models import (
     DEFAULT_NAMESPACE,
@@ -42,7 +43,7 @@ from statecore.models import (
     validate_identifier,
     validate_text,
 )
-from statecore.workflow import NON_RETRYABLE_CODES, Turn, TurnSession
+from statecore.workflow import Turn, TurnSession
 
 TOOL_AGENT_WORKFLOW_TYPE = "ToolAgent"
 #: The flow step a finished task ends on; its data holds the task's result.
