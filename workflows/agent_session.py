@@ -294,6 +294,7 @@ class AgentSession:
                 operation=operation, code=str(code), message=message[:500], turn=self._cp.turn
             )
         )
+        self._show()  # operators see the rejection in the UI at once
 
     @workflow.signal(name="pause")
     async def pause(self, payload: RawValue = NO_INPUT) -> None:
@@ -417,7 +418,9 @@ class AgentSession:
         try:
             return parse_request(operation, model, payload)
         except StatecoreError as err:
-            raise _reject(err.code, err.message) from err
+            # ``from None``: the typed message is the whole story; a chained cause would repeat
+            # it (with pydantic's text) in every client's error output.
+            raise _reject(err.code, err.message) from None
 
     async def _guarded(self, operation: str, work: Any) -> None:
         """Run a signal's work; a failure is recorded in the report, never fails the workflow."""

@@ -7,6 +7,7 @@ import json
 import subprocess
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from statecore.devserver import DevServer
 from statecore.errors import SessionPausedError
@@ -162,6 +163,10 @@ async def test_malformed_signals_are_recorded_and_change_nothing(
     report = await env.sessions.describe(env.agent, "ms")
     assert report.rejections[-1].operation == name
     assert report.rejections[-1].code == code
+    meta = await env.sessions.handle(env.agent, "ms").query(
+        "__temporal_workflow_metadata", result_type=WorkflowMetadata
+    )
+    assert f"last rejection: {name} - {code}" in meta.current_details
     assert report.checkpoint.status == "active"
     assert report.checkpoint.message_count == 2
     after = await env.sessions.send(env.agent, "ms", "still works", turn_id="m2")
