@@ -55,6 +55,7 @@ async def dev(args: argparse.Namespace, settings: Settings) -> int:
         model_api_key=os.environ.get("STATECORE_MODEL_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         encoding=args.encoding or defaults.encoding,
         migrate=not args.no_migrate,
+        encryption_keys=settings.encryption_keys,
         dev=True,
         dev_port=defaults.dev_port if args.port is None else args.port,
         dev_ui_port=defaults.dev_ui_port if args.ui_port is None else args.ui_port,

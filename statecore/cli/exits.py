@@ -26,6 +26,9 @@ EXIT_REFUSED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130
 
+#: The payload encoding of statecore's encryption codec (statecore.codec.ENCODING).
+ENCRYPTED_ENCODING = "binary/encrypted"
+
 EXIT_CODES_HELP = """\
 exit codes:
   0  ok
@@ -105,7 +108,13 @@ def error_message(exc: BaseException) -> str:
     elif _database_unreachable(exc):
         text = f"cannot reach the database: {_first_line(str(exc))}"
     else:
-        text = str(exc) or type(exc).__name__
+        text = str(exc).strip("'\"") or type(exc).__name__
+    if ENCRYPTED_ENCODING in str(text):
+        # The converter only says it met an unknown encoding; say what to do about it.
+        text = (
+            "the session's payloads are encrypted and this command has no keyring: set "
+            "STATECORE_ENCRYPTION_KEYS (or --encryption-keys) to the workers' keys"
+        )
     return " ".join(str(text).split())
 
 

@@ -13,16 +13,30 @@ from typing import Any
 from statecore.cli.args import identifier, new_command, positive_int
 from statecore.cli.output import print_json, print_rows
 from statecore.cli.settings import Settings
+from statecore.models import DEFAULT_NAMESPACE
 from statecore.protocol import SA_AGENT_ID, SA_SESSION_ID, SA_STATUS, SA_TURN, WORKFLOW_TYPE
 
 STATUSES = ("active", "paused", "draining", "closed")
-COLUMNS = ["agent_id", "session_id", "status", "turn", "execution", "task_queue", "started_at"]
+COLUMNS = [
+    "namespace",
+    "agent_id",
+    "session_id",
+    "status",
+    "turn",
+    "execution",
+    "task_queue",
+    "started_at",
+]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = new_command(commands, "sessions", "find sessions")
     sub = group.add_subparsers(dest="sessions_command", metavar="COMMAND", required=True)
-    p = new_command(sub, "list", "list sessions (newest run of each), filtered")
+    p = new_command(
+        sub,
+        "list",
+        "list sessions (newest run of each); --state-namespace limits them to one tenant",
+    )
     p.add_argument("--status", choices=STATUSES, help="only sessions in this status")
     p.add_argument("--agent", type=identifier, metavar="AGENT", help="only this agent's sessions")
     p.add_argument("--limit", type=positive_int, default=1000, metavar="N")
@@ -38,6 +52,14 @@ def visibility_query(*, agent: str | None, status: str | None) -> str:
     if status is not None:
         clauses.append(f"{SA_STATUS} = '{status}'")
     return " AND ".join(clauses)
+
+
+def namespace_of(workflow_id: str) -> str:
+    """The statecore namespace a session's workflow id names (see ``workflow_id_for``:
+    ``agent-session:{agent}:{session}`` in the default namespace,
+    ``agent-session:{namespace}:{agent}:{session}`` in any other)."""
+    parts = workflow_id.split(":")
+    return parts[1] if len(parts) == 4 else DEFAULT_NAMESPACE
 
 
 async def list_sessions(args: argparse.Namespace, settings: Settings) -> int:
@@ -66,6 +88,7 @@ async def list_sessions(args: argparse.Namespace, settings: Settings) -> int:
         attributes = execution.typed_search_attributes
         row: dict[str, Any] = {name: attributes.get(key) for name, key in keys.items()}
         row.update(
+            namespace=namespace_of(execution.id),
             workflow_id=execution.id,
             run_id=execution.run_id,
             execution=execution.status.name.lower() if execution.status else None,
@@ -73,8 +96,9 @@ async def list_sessions(args: argparse.Namespace, settings: Settings) -> int:
             started_at=execution.start_time.isoformat(timespec="seconds"),
             closed_at=execution.close_time.isoformat() if execution.close_time else None,
         )
-        rows.append(row)
-    rows.sort(key=lambda r: (r["agent_id"] or "", r["session_id"] or "", r["workflow_id"]))
+        if settings.state_namespace in (None, row["namespace"]):
+            rows.append(row)
+    rows.sort(key=lambda r: (r["namespace"], r["agent_id"] or "", r["session_id"] or ""))
     if settings.json:
         print_json(rows)
     else:

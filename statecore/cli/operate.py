@@ -17,12 +17,7 @@ from statecore.cli.output import print_json, print_report, stdout
 from statecore.cli.settings import Settings
 from statecore.errors import SessionClosedError, SessionNotFoundError
 from statecore.models import SessionRef
-from statecore.protocol import (
-    AddHintInput,
-    CompactInput,
-    PauseInput,
-    ResetInput,
-)
+from statecore.protocol import AddHintInput, CompactInput, PauseInput, ResetInput
 
 if TYPE_CHECKING:
     from statecore.client import AgentSessionClient

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from statecore.cli.exits import UnreachableError
+from statecore.cli.exits import UnreachableError, UsageError
 from statecore.models import DEFAULT_NAMESPACE
 from statecore.protocol import DEFAULT_TASK_QUEUE
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+    from temporalio.converter import DataConverter
 
     from statecore.client import AgentSessionClient
     from statecore.store.base import StateStore
@@ -75,6 +76,13 @@ def add_global_options(
         "the bundle's own)",
     )
     group.add_argument(
+        "--encryption-keys",
+        default=default(env.get("STATECORE_ENCRYPTION_KEYS")),
+        metavar="ID:KEY,...",
+        help="payload encryption keyring, as the worker's (env STATECORE_ENCRYPTION_KEYS; "
+        "prefer the variable: flags show in the process list)",
+    )
+    group.add_argument(
         "--timeout",
         type=float,
         default=default(DEFAULT_TIMEOUT_SECONDS),
@@ -98,6 +106,7 @@ class Settings:
     task_queue: str
     database_url: str
     state_namespace: str | None
+    encryption_keys: str | None
     timeout: float
     json: bool
     debug: bool
@@ -111,6 +120,7 @@ class Settings:
             task_queue=getattr(args, "task_queue", None) or DEFAULT_TASK_QUEUE,
             database_url=args.database_url,
             state_namespace=args.state_namespace,
+            encryption_keys=args.encryption_keys,
             timeout=args.timeout,
             json=args.json,
             debug=args.debug,
@@ -126,15 +136,11 @@ class Settings:
     async def temporal(self) -> Client:
         """A Temporal client speaking statecore's payload format."""
         from temporalio.client import Client
-        from temporalio.contrib.pydantic import pydantic_data_converter
 
+        converter = self.data_converter()
         try:
             return await asyncio.wait_for(
-                Client.connect(
-                    self.address,
-                    namespace=self.namespace,
-                    data_converter=pydantic_data_converter,
-                ),
+                Client.connect(self.address, namespace=self.namespace, data_converter=converter),
                 timeout=self.timeout,
             )
         except (RuntimeError, TimeoutError) as exc:
@@ -142,6 +148,25 @@ class Settings:
                 f"cannot reach Temporal at {self.address} (namespace {self.namespace}): "
                 f"{_reason(exc)}. Start one with `statecore dev` or pass --address"
             ) from exc
+
+    def data_converter(self) -> DataConverter:
+        """statecore's payload format, encrypted when a keyring is configured (the workers
+        must use the same keyring, see docs/encryption.md)."""
+        if not self.encryption_keys:
+            from temporalio.contrib.pydantic import pydantic_data_converter
+
+            return pydantic_data_converter
+        try:
+            from statecore.codec import Keyring, encrypted_data_converter
+        except ImportError as exc:
+            raise UsageError(
+                "--encryption-keys needs the encryption extra: pip install 'statecore[encryption]'"
+            ) from exc
+        try:
+            keyring = Keyring.parse(self.encryption_keys)
+        except ValueError as exc:
+            raise UsageError(f"--encryption-keys: {exc}") from exc
+        return encrypted_data_converter(keyring)
 
     async def sessions(self, **options: object) -> AgentSessionClient:
         from statecore.client import AgentSessionClient

@@ -51,15 +51,20 @@ def cli_environment() -> dict[str, str]:
     return env
 
 
-async def statecore(*args: str, stdin: str | None = None, within: float = 120.0) -> Done:
-    """Run ``statecore ARGS`` to completion."""
+async def statecore(
+    *args: str,
+    stdin: str | None = None,
+    within: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> Done:
+    """Run ``statecore ARGS`` to completion (``env``: variables added to its environment)."""
     proc = await asyncio.create_subprocess_exec(
         STATECORE,
         *args,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=cli_environment(),
+        env={**cli_environment(), **(env or {})},
         cwd=ROOT,
     )
     try:

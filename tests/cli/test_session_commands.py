@@ -6,7 +6,9 @@ import pytest
 
 from statecore.models import SessionRef
 from statecore.store import open_store
-from tests.cli.conftest import CliEnv, Done, assert_one_line_error, eventually
+from tests.cli.conftest import CliEnv, Done, assert_one_line_error, eventually, statecore
+from tests.dbs import fresh_database
+from tests.temporal.conftest import running_env
 
 pytestmark = pytest.mark.temporal
 
@@ -206,3 +208,56 @@ async def test_close_with_delete_state_and_sweep_of_expired_sessions(cli: CliEnv
     assert (cli.agent, "brief") in refs
     assert (cli.agent, "talk") not in refs  # not idle past its TTL
     assert_one_line_error(await cli.run("describe", "--db", cli.agent, "brief"), 3)
+
+
+async def test_state_namespaces_are_separate_tenants(cli: CliEnv) -> None:
+    assert (await cli.run("chat", cli.agent, "tenant", stdin="default one\n")).code == 0
+    other = ["--state-namespace", "tenant-b"]
+    chat = await cli.run(*other, "chat", cli.agent, "tenant", stdin="b one\nb two\n")
+    assert chat.code == 0 and "user messages: 2," in chat.out.splitlines()[1]
+    assert (await describe(cli, "tenant"))["checkpoint"]["turn"] == 1
+    tenant_b = await describe(cli, "tenant", *other)
+    assert tenant_b["checkpoint"]["turn"] == 2 and tenant_b["namespace"] == "tenant-b"
+
+    async def listed_in_b() -> list[dict]:
+        return [r for r in await listed(cli, *other) if r["session_id"] == "tenant"]
+
+    (row,) = await eventually(listed_in_b)
+    assert (row["namespace"], row["turn"]) == ("tenant-b", 2)
+    everyone = [r for r in await listed(cli) if r["session_id"] == "tenant"]
+    assert sorted(r["namespace"] for r in everyone) == ["default", "tenant-b"]
+    stored = await stored_messages(cli.env.database_url, cli.agent, "tenant")
+    assert [m.content for m in stored if m.role == "user"] == ["default one"]
+
+
+async def test_encrypted_sessions_need_the_same_keyring(cli: CliEnv) -> None:
+    from statecore.codec import EncryptionCodec, Keyring, generate_key
+
+    keys = f"k1:{generate_key()}"
+    async with (
+        fresh_database("sqlite", "clienc") as url,
+        running_env(cli.server, url, codec=EncryptionCodec(Keyring.parse(keys))) as sealed,
+    ):
+        options = ["--address", cli.server.address, "--task-queue", sealed.task_queue]
+        with_keys = {"STATECORE_ENCRYPTION_KEYS": keys}
+        chat = await statecore(
+            *options, "chat", sealed.agent, "secret", stdin="top secret\n", env=with_keys
+        )
+        assert chat.code == 0, chat.err
+        assert 'You said: "top secret"' in chat.out
+        report = await statecore(
+            *options, "--json", "describe", sealed.agent, "secret", env=with_keys
+        )
+        assert report.code == 0 and report.json()["checkpoint"]["turn"] == 1
+        # Without the keyring the sealed report cannot be read: an error, not ciphertext.
+        blind = await statecore(*options, "describe", sealed.agent, "secret", within=60)
+        assert_one_line_error(blind, 1)
+        assert "STATECORE_ENCRYPTION_KEYS" in blind.err and "top secret" not in blind.out
+        bad = await statecore(
+            *options,
+            "describe",
+            sealed.agent,
+            "secret",
+            env={"STATECORE_ENCRYPTION_KEYS": "k1:not-a-key"},
+        )
+        assert_one_line_error(bad, 2)
