@@ -170,6 +170,11 @@ class AgentSessionClient:
                 WorkflowUpdateRPCTimeoutOrCancelledError,
             ) as err:
                 await _settle(start)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # The SDK reports our own cancellation as an RPC timeout-or-cancel error;
+                    # a cancelled send must stop, not retry.
+                    raise asyncio.CancelledError from err
                 if not _transient(err) or loop.time() + delay > deadline:
                     raise _typed(err) from err
             await asyncio.sleep(delay)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
@@ -125,3 +126,35 @@ async def test_system_prompt_and_hints_reach_the_model(env: Env) -> None:
     await env.sessions.add_hint(env.agent, "p", "User prefers Python")
     second = await env.sessions.send(env.agent, "p", "again", turn_id="p2")
     assert "hints: 1" in second.reply.content
+
+
+class _NeverAnswers:
+    """A model that never replies (the LLM is the one part a test may fake)."""
+
+    name = "never"
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        await asyncio.Event().wait()
+
+
+async def test_a_cancelled_send_stops_instead_of_retrying(dev_server) -> None:
+    # The turn is accepted and then waits on the model forever: the client is polling for the
+    # result, where the SDK reports our own cancellation as a retryable-looking error.
+    from tests.dbs import fresh_database
+    from tests.temporal.conftest import running_env
+
+    async with fresh_database("sqlite", "cancel") as url, running_env(
+        dev_server, url, models={"default": _NeverAnswers()}
+    ) as env:
+        pending = asyncio.ensure_future(env.sessions.send(env.agent, "c", "hi", turn_id="x1"))
+        for _ in range(100):  # until the turn is accepted and in flight
+            await asyncio.sleep(0.1)
+            with contextlib.suppress(Exception):
+                desc = await env.sessions.handle(env.agent, "c").describe()
+                if desc.raw_description.pending_activities:
+                    break
+        await asyncio.sleep(0.5)
+        pending.cancel()
+        done, _ = await asyncio.wait({pending}, timeout=10)
+        assert done, "the cancelled send kept retrying"
+        assert pending.cancelled()
