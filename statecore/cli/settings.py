@@ -12,6 +12,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -168,14 +169,16 @@ class Settings:
             raise UsageError(f"--encryption-keys: {exc}") from exc
         return encrypted_data_converter(keyring)
 
-    async def sessions(self, **options: object) -> AgentSessionClient:
+    async def sessions(self, *, retry_for: timedelta | None = None) -> AgentSessionClient:
+        """A session client for ``--state-namespace`` that opens sessions on ``--task-queue``;
+        ``retry_for`` bounds how long a turn is retried (the client's default if None)."""
         from statecore.client import AgentSessionClient
 
+        client = await self.temporal()
+        if retry_for is None:
+            return AgentSessionClient(client, task_queue=self.task_queue, namespace=self.tenant)
         return AgentSessionClient(
-            await self.temporal(),
-            task_queue=self.task_queue,
-            namespace=self.tenant,
-            **options,  # type: ignore[arg-type]
+            client, task_queue=self.task_queue, namespace=self.tenant, retry_for=retry_for
         )
 
     async def answer(self, work: Awaitable[T], what: str) -> T:
