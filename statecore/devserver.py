@@ -36,6 +36,15 @@ def find_temporal_binary() -> str:
     )
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,6 +94,13 @@ class DevServer:
 
     def spawn(self) -> None:
         """Start the process (returns at once; see ``wait_ready``)."""
+        # A server already on the port would answer wait_ready and be mistaken for ours.
+        for port in (self.port, self.ui_port):
+            if port and not port_is_free(port):
+                raise StatecoreError(
+                    f"port {port} is already in use on 127.0.0.1; stop what runs there or "
+                    "choose another port (--port / --ui-port)"
+                )
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(
             self.command(),
