@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -32,12 +31,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from bench.environment import machine_info, server_facts
 from bench.load_checks import (
     check_sql,
-    proc_status_kib,
+    history_retries,
     scrape,
     summarize_worker_log,
     worker_counters,
 )
-from bench.measure import CONTENT, CpuMeter, percentile
+from bench.load_probes import SAMPLE_EVERY_SECONDS, CpuReading, Watch, proc_status_kib
+from bench.measure import CONTENT, percentile
 from statecore.client import AgentSessionClient
 from statecore.devserver import DevServer, free_port, start_dev_server
 from tests.dbs import create_database, drop_database, server_down_reason
@@ -46,8 +46,6 @@ from tests.worker_cli import base_env, log_tail, worker_cli
 ROOT = Path(__file__).resolve().parents[1]
 TASK_QUEUE = "load"
 AGENT = "load-agent"
-#: How often the worker's resident memory is sampled (the peak itself is VmHWM).
-RSS_SAMPLE_SECONDS = 0.5
 
 
 @dataclass
@@ -127,13 +125,6 @@ def session_id(n: int) -> str:
     return f"s{n:04d}"
 
 
-async def sample_rss(pid: int, into: list[int], stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        into.append(proc_status_kib(pid, "VmRSS"))
-        with contextlib.suppress(TimeoutError):  # the next sample is due
-            await asyncio.wait_for(stop.wait(), RSS_SAMPLE_SECONDS)
-
-
 async def run(s: Settings, tmp: Path) -> dict[str, Any]:
     machine = machine_info()
     url = await create_database("postgresql", "load")
@@ -148,7 +139,7 @@ async def run(s: Settings, tmp: Path) -> dict[str, Any]:
         args += ["--metrics-port", str(metrics_port), "--log-format", "json"]
         log = tmp / "worker.log"
         async with worker_cli(args, base_env(), log) as worker:
-            report = await measure(s, server, worker.pid, metrics_port)
+            report = await measure(s, server, worker.pid, metrics_port, url)
             if worker.poll() is not None:
                 report["problems"].append(f"worker exited with {worker.returncode}")
         report["worker_log"] = summarize_worker_log(log)
@@ -178,36 +169,39 @@ async def run(s: Settings, tmp: Path) -> dict[str, Any]:
     }
 
 
-async def measure(s: Settings, server: DevServer, pid: int, metrics_port: int) -> dict[str, Any]:
-    """Drive the sessions while sampling the worker; what the clients and the worker show."""
+async def measure(
+    s: Settings, server: DevServer, pid: int, metrics_port: int, url: str
+) -> dict[str, Any]:
+    """Drive the sessions while watching the worker; what the clients and the worker show."""
     client = await Client.connect(server.address, data_converter=pydantic_data_converter)
     sessions = AgentSessionClient(client, task_queue=TASK_QUEUE)
-    worker_cpu = CpuMeter(pid)
-    server_cpu = CpuMeter(server.process.pid if server.process else None)
-    rss: list[int] = []
+    server_pid = server.process.pid if server.process else None
     idle_rss = proc_status_kib(pid, "VmRSS")
-    stop = asyncio.Event()
-    sampler = asyncio.ensure_future(sample_rss(pid, rss, stop))
-    bench0, worker0 = worker_cpu.read()
-    server0 = server_cpu.read()[1]
+    watch = Watch(pid, url)
+    watching = asyncio.ensure_future(watch.run())
+    cpu0, bench0 = CpuReading.now(pid, server_pid), time.process_time()
     d = await drive(sessions, s)
-    bench1, worker1 = worker_cpu.read()
-    server1 = server_cpu.read()[1]
-    stop.set()
-    await sampler
+    cpu1, bench1 = CpuReading.now(pid, server_pid), time.process_time()
+    watch.stop()
+    await watching
     peak_kib = proc_status_kib(pid, "VmHWM")
     counters = worker_counters(await asyncio.to_thread(scrape, metrics_port))
+    retries = await history_retries(
+        client, [sessions.workflow_id(AGENT, session_id(n)) for n in range(s.sessions)]
+    )
 
     planned = s.sessions * s.turns
     answered = len(d.latencies) + len(d.first_turn_latencies)
-    all_latencies = d.first_turn_latencies + d.latencies
     problems = [
         f"{sid}: replies carried turns {nums}, not 1..{s.turns}"
         for sid, nums in d.turn_numbers.items()
         if nums != list(range(1, s.turns + 1))
     ]
     failures = sum(f["total"] for f in counters["failures"].values())
-    per_turn = 1000 / answered if answered else 0.0
+    cpu = cpu1.since(cpu0, d.wall_seconds, answered)
+    cpu["bench_process_clients"] = {
+        "cpu_ms_per_turn": round((bench1 - bench0) * 1000 / answered, 2) if answered else 0.0
+    }
     return {
         "ok": not d.errors
         and answered == planned
@@ -219,7 +213,7 @@ async def measure(s: Settings, server: DevServer, pid: int, metrics_port: int) -
         "client_error_samples": d.errors[:20],
         "wall_seconds": round(d.wall_seconds, 2),
         "turns_per_second": round(answered / d.wall_seconds, 2) if d.wall_seconds else 0.0,
-        "latency_all_turns": latency_summary(all_latencies),
+        "latency_all_turns": latency_summary(d.first_turn_latencies + d.latencies),
         # The first turn of a session also starts its workflow (update-with-start).
         "latency_first_turn": latency_summary(d.first_turn_latencies),
         "latency_later_turns": latency_summary(d.latencies),
@@ -227,16 +221,15 @@ async def measure(s: Settings, server: DevServer, pid: int, metrics_port: int) -
             "peak_rss_mib": round(peak_kib / 1024, 1),
             "peak_source": f"/proc/{pid}/status VmHWM at the end of the run",
             "idle_rss_mib_before_load": round(idle_rss / 1024, 1),
-            "max_sampled_rss_mib": round(max(rss, default=idle_rss) / 1024, 1),
-            "rss_samples": len(rss),
-            "sample_every_seconds": RSS_SAMPLE_SECONDS,
+            "max_sampled_rss_mib": round(max(watch.rss_kib, default=idle_rss) / 1024, 1),
+            "rss_samples": len(watch.rss_kib),
+            "sample_every_seconds": SAMPLE_EVERY_SECONDS,
         },
-        "cpu_ms_per_turn": {
-            "worker": round((worker1 - worker0) * per_turn, 2),
-            "dev_server": round((server1 - server0) * per_turn, 2),
-            "bench_process_clients": round((bench1 - bench0) * per_turn, 2),
-        },
+        "cpu": cpu,
+        "worker_database_connections": watch.connection_report(),
         "worker_metrics": counters,
+        # Work the server or worker redid without the client noticing (retried, not lost).
+        "history_retries": retries,
         "problems": problems,
     }
 
@@ -273,10 +266,14 @@ def print_summary(r: dict[str, Any]) -> None:
             f"  {r['turns_per_second']} turns/s; latency p50 {lat['p50_ms']} ms, "
             f"p95 {lat['p95_ms']} ms, p99 {lat['p99_ms']} ms, max {lat['max_ms']} ms"
         )
+    cpu = r["cpu"]
     print(
         f"  worker peak RSS {mem['peak_rss_mib']} MiB (idle {mem['idle_rss_mib_before_load']} "
-        f"MiB); CPU ms/turn {r['cpu_ms_per_turn']}"
+        f"MiB); worker CPU {cpu['worker']}; dev server CPU {cpu['dev_server']}; machine CPU "
+        f"pressure {cpu.get('machine_cpu_pressure_some_pct')}%"
     )
+    print(f"  worker database connections: {r['worker_database_connections']}")
+    print(f"  retries in history: {r['history_retries']['events']}")
     failures = {k: v["total"] for k, v in r["worker_metrics"]["failures"].items()}
     print(f"  worker failure counters: {failures}")
     print(f"  worker log records: {r['worker_log']['records_by_level']}")

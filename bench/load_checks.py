@@ -7,6 +7,7 @@ endpoint (``worker.py --metrics-port``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import urllib.request
@@ -18,6 +19,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
 #: Worker metrics that count something going wrong inside the worker; a client can see none
 #: of them when a retry succeeds, so the run reports them next to the client's errors.
@@ -150,15 +153,6 @@ def _check_session(check: SqlCheck, session: Any, rows: list[Any], turns: list[s
 # --- the worker process ------------------------------------------------------------------------
 
 
-def proc_status_kib(pid: int, field_name: str) -> int:
-    """A ``kB`` field of ``/proc/<pid>/status`` (VmRSS: now, VmHWM: the high-water mark)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(f"{field_name}:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"/proc/{pid}/status has no {field_name}")
-
-
 def summarize_worker_log(path: Path) -> dict[str, Any]:
     """Records of the worker's JSON log by level, and the first distinct warnings and errors
     (with their exception's last line): what went wrong inside the worker, retried or not."""
@@ -174,14 +168,22 @@ def summarize_worker_log(path: Path) -> dict[str, Any]:
         levels[record["level"]] += 1
         if record["level"] in ("WARNING", "ERROR", "CRITICAL"):
             cause = (record.get("exception") or "").strip().splitlines()[-1:]
-            key = f"{record['level']} {record['logger']}: {record['message'][:300]}"
-            key += f" ({cause[0][:300]})" if cause else ""
+            key = f"{record['level']} {record['logger']}: {_shape(record['message'])}"
+            key += f" ({_shape(cause[0])})" if cause else ""
             notable[key] = notable.get(key, 0) + 1
     return {
         "records_by_level": dict(levels),
         "other_lines": other_lines,
         "warnings_and_errors": [{"line": k, "count": n} for k, n in list(notable.items())[:15]],
     }
+
+
+_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:\d+)*")
+
+
+def _shape(message: str) -> str:
+    """A message without its run ids and trailing structured fields, so alike lines group."""
+    return _IDS.sub("<run>", message).split(" {", 1)[0][:300]
 
 
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)$")
@@ -203,6 +205,36 @@ def scrape(port: int) -> list[tuple[str, dict[str, str], float]]:
 
 def metric_total(samples: list[tuple[str, dict[str, str], float]], name: str) -> float:
     return sum(value for n, _, value in samples if n == name)
+
+
+#: History events that record work lost and redone: a workflow task the server timed out or
+#: the worker failed, an activity attempt that failed or timed out.
+RETRY_EVENTS = (
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+)
+
+
+async def history_retries(client: Client, workflow_ids: list[str]) -> dict[str, Any]:
+    """Count RETRY_EVENTS in every session's history, by event type (the current run: a load
+    run's sessions are far below the turns that move a session to a new run)."""
+    wanted = {int(e): EventType.Name(e).removeprefix("EVENT_TYPE_").lower() for e in RETRY_EVENTS}
+    counts = dict.fromkeys(wanted.values(), 0)
+    where: list[str] = []
+    limit = asyncio.Semaphore(8)
+
+    async def one(workflow_id: str) -> None:
+        async with limit:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+        for event in history.events:
+            if event.event_type in wanted:
+                counts[wanted[event.event_type]] += 1
+                where.append(f"{workflow_id} event {event.event_id}: {wanted[event.event_type]}")
+
+    await asyncio.gather(*(one(w) for w in workflow_ids))
+    return {"events": counts, "first": sorted(where)[:20]}
 
 
 #: Worker histograms (milliseconds) that say where a turn waits: for a task slot or poller

@@ -73,3 +73,13 @@ async def test_load_quick(tmp_path: Path) -> None:
     memory = result["worker_memory"]
     assert memory["peak_rss_mib"] >= memory["max_sampled_rss_mib"] > 0
     assert memory["rss_samples"] > 0
+    assert result["cpu"]["worker"]["cpu_seconds"] > 0
+    # The worker's SQL pool was seen from PostgreSQL while the turns ran.
+    assert result["worker_database_connections"]["max_open"] >= 1
+    # Every session's history was read for retried work (a number, whatever the machine did).
+    assert set(result["history_retries"]["events"]) == {
+        "workflow_task_timed_out",
+        "workflow_task_failed",
+        "activity_task_timed_out",
+        "activity_task_failed",
+    }
