@@ -273,7 +273,11 @@ def print_summary(r: dict[str, Any]) -> None:
         f"pressure {cpu.get('machine_cpu_pressure_some_pct')}%"
     )
     print(f"  worker database connections: {r['worker_database_connections']}")
-    print(f"  retries in history: {r['history_retries']['events']}")
+    retries = r["history_retries"]
+    print(
+        f"  retries in history: {retries['events']}; workflow task timeouts by type "
+        f"{retries['workflow_task_timeouts_by_type']}"
+    )
     failures = {k: v["total"] for k, v in r["worker_metrics"]["failures"].items()}
     print(f"  worker failure counters: {failures}")
     print(f"  worker log records: {r['worker_log']['records_by_level']}")

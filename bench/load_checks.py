@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client
 
 #: Worker metrics that count something going wrong inside the worker; a client can see none
@@ -222,6 +222,7 @@ async def history_retries(client: Client, workflow_ids: list[str]) -> dict[str, 
     run's sessions are far below the turns that move a session to a new run)."""
     wanted = {int(e): EventType.Name(e).removeprefix("EVENT_TYPE_").lower() for e in RETRY_EVENTS}
     counts = dict.fromkeys(wanted.values(), 0)
+    timeouts: Counter[str] = Counter()
     where: list[str] = []
     limit = asyncio.Semaphore(8)
 
@@ -229,12 +230,23 @@ async def history_retries(client: Client, workflow_ids: list[str]) -> dict[str, 
         async with limit:
             history = await client.get_workflow_handle(workflow_id).fetch_history()
         for event in history.events:
-            if event.event_type in wanted:
-                counts[wanted[event.event_type]] += 1
-                where.append(f"{workflow_id} event {event.event_id}: {wanted[event.event_type]}")
+            if event.event_type not in wanted:
+                continue
+            name = wanted[event.event_type]
+            counts[name] += 1
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+                # SCHEDULE_TO_START: it waited too long on the worker's sticky queue and
+                # was handed to the normal queue; START_TO_CLOSE: the worker took too long.
+                kind = TimeoutType.Name(event.workflow_task_timed_out_event_attributes.timeout_type)
+                timeouts[kind.removeprefix("TIMEOUT_TYPE_").lower()] += 1
+            where.append(f"{workflow_id} event {event.event_id}: {name}")
 
     await asyncio.gather(*(one(w) for w in workflow_ids))
-    return {"events": counts, "first": sorted(where)[:20]}
+    return {
+        "events": counts,
+        "workflow_task_timeouts_by_type": dict(timeouts),
+        "first": sorted(where)[:20],
+    }
 
 
 #: Worker histograms (milliseconds) that say where a turn waits: for a task slot or poller

@@ -83,3 +83,5 @@ async def test_load_quick(tmp_path: Path) -> None:
         "activity_task_timed_out",
         "activity_task_failed",
     }
+    timeouts = result["history_retries"]["workflow_task_timeouts_by_type"]
+    assert sum(timeouts.values()) == result["history_retries"]["events"]["workflow_task_timed_out"]
