@@ -146,22 +146,30 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if max_messages is not None:
             first_seq = max(first_seq, session.last_seq - max_messages + 1)
         c = message_table.c
-        statement = select(message_table).where(c.session_pk == session.id, c.seq >= first_seq)
         if max_tokens is not None and session.token_total > max_tokens:
             # Message m fits when the tokens from m to the end, token_total minus the running
             # total before m, are within budget: the running total before m must reach
             # token_total - max_tokens. The first message whose running total reaches that
             # threshold is the last one left out: a seek on (session_pk, cumulative_tokens).
+            # It is read on its own so the window query below has one plain lower bound on
+            # seq. As a subquery beside ``seq >= first_seq`` it cost a scan of the log:
+            # SQLite seeked to first_seq and filtered every later row, and PostgreSQL,
+            # unable to see the bound, planned for a third of the table (and JIT-compiled).
             threshold = session.token_total - max_tokens
-            boundary = (
+            boundary = await self._ctx.conn.scalar(
                 select(c.seq)
                 .where(c.session_pk == session.id, c.cumulative_tokens >= threshold)
                 .order_by(c.cumulative_tokens)
                 .limit(1)
-                .scalar_subquery()
             )
-            statement = statement.where(c.seq > boundary)
-        rows = await self._ctx.conn.execute(statement.order_by(c.seq))
+            if boundary is None:  # counters ahead of the rows: no message fits the budget
+                return []
+            first_seq = max(first_seq, boundary + 1)
+        rows = await self._ctx.conn.execute(
+            select(message_table)
+            .where(c.session_pk == session.id, c.seq >= first_seq)
+            .order_by(c.seq)
+        )
         return [stored_message(row) for row in rows]
 
     async def clear(self, ref: SessionRef) -> int:
