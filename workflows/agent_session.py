@@ -14,7 +14,7 @@ from collections import deque
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue, SearchAttributeKey, SearchAttributePair
 from temporalio.exceptions import ApplicationError
@@ -272,15 +272,9 @@ class AgentSession:
             self._record_rejection(operation, err)
             return None
 
-    def _record_rejection(self, operation: str, err: Exception) -> None:
-        code = getattr(err, "code", None) or getattr(err, "type", None) or "InvalidInput"
-        message = getattr(err, "message", None) or str(err) or type(err).__name__
-        message = message.splitlines()[0]
-        if isinstance(err, ValidationError):
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            message = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
-            code = "InvalidInput"
+    def _record_rejection(self, operation: str, err: StatecoreError | ApplicationError) -> None:
+        code = err.code if isinstance(err, StatecoreError) else (err.type or "InvalidInput")
+        message = (err.message or type(err).__name__).splitlines()[0]
         workflow.logger.warning(
             "rejected %s: %s (%s)",
             operation,
