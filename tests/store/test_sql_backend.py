@@ -96,8 +96,9 @@ async def test_append_and_tail_issue_the_same_statements_at_any_log_length(
 
     assert [s for s, _ in short_append] == [s for s, _ in long_append]
     assert [s for s, _ in short_tail] == [s for s, _ in long_tail]
-    # Session row, existing indexes of the turn, insert, counters; then session + window.
-    assert len(long_append) == 4 and len(long_tail) == 2
+    # Session row, existing indexes of the turn, insert, counters; then session, the
+    # window's boundary (the budget binds at both lengths) and the window.
+    assert len(long_append) == 4 and len(long_tail) == 3
     assert not any("count(" in s.lower() for s, _ in long_append + long_tail)
 
 
@@ -132,6 +133,47 @@ async def test_log_queries_are_index_seeks_on_sqlite(tmp_path: Any) -> None:
     assert plans
     scans = [p for p in plans if p.startswith("SCAN") and "messages" in p]
     assert scans == [], plans
+
+
+async def test_the_token_window_does_the_same_work_at_any_log_length_on_sqlite(
+    tmp_path: Any,
+) -> None:
+    """EXPLAIN QUERY PLAN reads "SEARCH ... (session_pk=? AND seq>?)" both for a seek to the
+    window and for a seek to the window start that then filters every later row; counting
+    SQLite's virtual machine instructions while ``tail`` runs tells the two apart."""
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'work.db'}"
+    await upgrade_database(database_url)
+    # One pooled connection, so the progress handler set on it sees every statement.
+    store = await SqlStateStore.connect(database_url, pool_size=1, max_overflow=0)
+    steps = 0
+
+    def tick() -> int:
+        nonlocal steps
+        steps += 1
+        return 0  # carry on
+
+    async def tail_instructions() -> int:
+        nonlocal steps
+        steps = 0
+        async with store.transaction() as tx:
+            window = await tx.conversation.tail(REF, max_tokens=50)
+        assert 0 < len(window) < 10
+        return steps
+
+    try:
+        async with store.engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            await driver.set_progress_handler(tick, 1)
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+            await tx.conversation.append(REF, "seed", _turn(10))
+        short = await tail_instructions()
+        async with store.transaction() as tx:
+            await tx.conversation.append(REF, "bulk", _turn(3000))
+        long = await tail_instructions()
+    finally:
+        await store.close()
+    assert long < 2 * short, (short, long)
 
 
 async def test_racing_ensures_and_appends_from_separate_engines(url: str) -> None:
