@@ -6,6 +6,7 @@ every write treats it as absent, so expiry is exact without a sweeper running.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     and_,
+    bindparam,
     case,
     delete,
     func,
@@ -45,7 +47,7 @@ from statecore.store.inputs import (
 )
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import kv_entries
-from statecore.store.sql.upsert import upsert
+from statecore.store.sql.upsert import is_mysql, upsert
 
 c = kv_entries.c
 _KEY_COLUMNS = ("namespace", "owner", "bucket", "key")
@@ -84,6 +86,33 @@ def _conflict(bucket: str, key: str, current: int, expected: int) -> RevisionCon
         current=current,
         expected=expected,
     )
+
+
+#: The columns an unconditional put writes; the new row's other columns are set on insert.
+_PUT_COLUMNS = ("kind", "value", "updated_at", "expires_at")
+_ROW_COLUMNS = (*_KEY_COLUMNS, "revision", "created_at", *_PUT_COLUMNS)
+
+
+@functools.cache
+def _put_statement(dialect: str, returning: bool) -> Any:
+    """The unconditional put, built once per dialect with bind parameters (``p_<column>``
+    and ``p_now``): building the upsert and its ``excluded`` alias took longer than running
+    it. A new key (or an expired one) starts again at revision 1, a live one goes up by one.
+    Revision and created_at come first because MySQL applies the changes in order and they
+    read the old expires_at."""
+    values = {name: bindparam(f"p_{name}", type_=c[name].type) for name in _ROW_COLUMNS}
+    now = bindparam("p_now", type_=c.expires_at.type)
+    expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
+
+    def changes(proposed: Any) -> list[tuple[str, Any]]:
+        return [
+            ("revision", case((expired, 1), else_=c.revision + 1)),
+            ("created_at", case((expired, proposed.created_at), else_=c.created_at)),
+            *((name, proposed[name]) for name in _PUT_COLUMNS),
+        ]
+
+    statement = upsert(dialect, kv_entries, values, _KEY_COLUMNS, changes)
+    return statement.returning(c.revision) if returning else statement
 
 
 class SqlKVStore(KVStore):
@@ -173,26 +202,18 @@ class SqlKVStore(KVStore):
     async def _put_unconditionally(
         self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
     ) -> int:
-        # One upsert: a new key (or an expired one) starts again at revision 1, a live one
-        # goes up by one. Revision and created_at come first because MySQL applies the
-        # changes in order and they read the old expires_at.
-        now = self._ctx.now
-        expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
-        values = self._new_row(scope, bucket, key, columns)
-
-        def changes(proposed: Any) -> list[tuple[str, Any]]:
-            return [
-                ("revision", case((expired, 1), else_=c.revision + 1)),
-                ("created_at", case((expired, proposed.created_at), else_=c.created_at)),
-                *((name, proposed[name]) for name in columns),
-            ]
-
-        await self._ctx.conn.execute(
-            upsert(self._ctx.dialect, kv_entries, values, _KEY_COLUMNS, changes)
+        conn = self._ctx.conn
+        # MariaDB's RETURNING does not cover the row an ON DUPLICATE KEY UPDATE changed.
+        returning = conn.dialect.insert_returning and not is_mysql(self._ctx.dialect)
+        row = self._new_row(scope, bucket, key, columns)
+        params = {f"p_{name}": value for name, value in row.items()}
+        result = await conn.execute(
+            _put_statement(self._ctx.dialect, returning), {**params, "p_now": self._ctx.now}
         )
-        revision = await self._ctx.conn.scalar(
-            select(c.revision).where(self._the_key(scope, bucket, key))
-        )
+        if returning:
+            return int(result.scalar_one())
+        # MySQL's upsert cannot return the row it wrote; the transaction holds its lock.
+        revision = await conn.scalar(select(c.revision).where(self._the_key(scope, bucket, key)))
         return int(revision)
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
