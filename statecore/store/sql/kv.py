@@ -47,7 +47,7 @@ from statecore.store.inputs import (
 )
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import kv_entries
-from statecore.store.sql.upsert import is_mysql, upsert
+from statecore.store.sql.upsert import upsert
 
 c = kv_entries.c
 _KEY_COLUMNS = ("namespace", "owner", "bucket", "key")
@@ -203,8 +203,7 @@ class SqlKVStore(KVStore):
         self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
     ) -> int:
         conn = self._ctx.conn
-        # MariaDB's RETURNING does not cover the row an ON DUPLICATE KEY UPDATE changed.
-        returning = conn.dialect.insert_returning and not is_mysql(self._ctx.dialect)
+        returning = conn.dialect.insert_returning
         row = self._new_row(scope, bucket, key, columns)
         params = {f"p_{name}": value for name, value in row.items()}
         result = await conn.execute(
@@ -212,7 +211,7 @@ class SqlKVStore(KVStore):
         )
         if returning:
             return int(result.scalar_one())
-        # MySQL's upsert cannot return the row it wrote; the transaction holds its lock.
+        # MySQL has no RETURNING (MariaDB has, from 10.5); the transaction holds the row lock.
         revision = await conn.scalar(select(c.revision).where(self._the_key(scope, bucket, key)))
         return int(revision)
 
