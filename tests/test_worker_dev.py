@@ -56,8 +56,8 @@ async def test_worker_dev_serves_turns_and_the_web_ui(tmp_path: Path) -> None:
         sessions = AgentSessionClient(client)
         result = await sessions.send("readme", "first", "hello", turn_id="t1")
         assert result.turn == 1 and "hello" in result.reply.content
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10) as page:
-            assert page.status == 200
+        status = await asyncio.to_thread(_http_status, f"http://127.0.0.1:{ui_port}/")
+        assert status == 200
         found = [w.id async for w in client.list_workflows("StatecoreAgentId = 'readme'")]
         assert found == ["agent-session:readme:first"]
         assert (tmp_path / "data" / "statecore.db").exists()
@@ -66,3 +66,8 @@ async def test_worker_dev_serves_turns_and_the_web_ui(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out.decode()[-2000:]
+
+
+def _http_status(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=10) as page:
+        return page.status
