@@ -78,6 +78,9 @@ class TurnActivities:
                 return _duplicate(done)
 
         async with store.transaction() as tx:
+            if await tx.sessions.get(input.ref) is None:
+                # A turn-API workflow may start its first turn without opening the session.
+                await tx.sessions.ensure(input.ref)
             context = await assemble_context(
                 tx,
                 input.ref,

@@ -37,7 +37,10 @@ def find_temporal_binary() -> str:
 
 
 def port_is_free(port: int) -> bool:
+    """True unless something listens on the port. A port a stopped server left in TIME_WAIT
+    counts as free: the restarted server binds it the same way (SO_REUSEADDR)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -158,3 +158,23 @@ async def test_a_cancelled_send_stops_instead_of_retrying(dev_server) -> None:
         done, _ = await asyncio.wait({pending}, timeout=10)
         assert done, "the cancelled send kept retrying"
         assert pending.cancelled()
+
+
+
+async def test_turn_api_first_turn_needs_no_opened_session(dev_server) -> None:
+    from tests.dbs import fresh_database
+    from tests.temporal.conftest import running_env
+    from tests.temporal.minimal_turn_workflow import MinimalTurnAgent
+
+    async with fresh_database("sqlite", "minimal") as url, running_env(
+        dev_server, url, extra_workflows=[MinimalTurnAgent]
+    ) as env:
+        reply = await env.client.execute_workflow(
+            MinimalTurnAgent.run,
+            {"agent_id": env.agent, "session_id": "fresh", "content": "hello"},
+            id=f"minimal-{env.agent}",
+            task_queue=env.task_queue,
+        )
+        assert "hello" in reply
+        rows = await stored_messages(env, env.agent, "fresh")
+        assert [m.role for m in rows] == ["user", "assistant"]
