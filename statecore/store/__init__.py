@@ -13,6 +13,7 @@ from statecore.errors import InvalidInputError
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.memory import MemoryStateStore
+from statecore.store.retry import run_transaction
 
 if TYPE_CHECKING:
     from statecore.tokens import TokenCounter
@@ -24,6 +25,7 @@ __all__ = [
     "StoreTransaction",
     "normalize_database_url",
     "open_store",
+    "run_transaction",
 ]
 
 MEMORY_URL = "memory://"

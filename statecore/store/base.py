@@ -13,6 +13,18 @@ Module objects are only valid inside their block. Methods validate their input a
 ``statecore.errors`` types; a failed call inside a block leaves the block usable only for
 rollback (raise out of it).
 
+A SQL transaction that races with others can lose with a transient conflict: a deadlock, a
+serialization failure, a lock wait timeout, SQLite's "database is locked". The database has
+then rolled the whole transaction back, and running it again can succeed::
+
+    revision = await run_transaction(store, lambda tx: tx.kv.put(scope, "b", "k", 1))
+
+``statecore.store.run_transaction(store, work)`` runs ``await work(tx)`` in a transaction and,
+on a transient conflict (``StateStore.is_transient_error``), runs it again in a fresh one after
+a short jittered pause. ``work`` must be safe to re-run: it is when everything it changes goes
+through ``tx`` (a rolled-back transaction left nothing behind) and it has no other side effect.
+Any other error is raised at once, and the last conflict once the attempts are used up.
+
 The memory backend is the reference implementation; the conformance suite in ``tests/store/``
 (``test_conversation.py``, ``test_kv.py``, ``test_bad_input.py``, ...) is the contract's
 executable form and runs against every backend.
@@ -375,6 +387,12 @@ class StateStore(abc.ABC):
 
     @abc.abstractmethod
     async def close(self) -> None: ...
+
+    def is_transient_error(self, error: BaseException) -> bool:
+        """True when ``error``, raised out of one of this store's transaction blocks, is a
+        transient conflict: the transaction was rolled back whole and running it again may
+        succeed (see ``run_transaction``). The memory backend never has one."""
+        return False
 
 
 async def _aiter_pages(store: StateStore, namespace: str) -> AsyncIterator[SessionRef]:

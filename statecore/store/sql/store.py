@@ -27,6 +27,7 @@ from statecore.store.sql.orchestration import SqlOrchestrationStore
 from statecore.store.sql.revision import require_head, upgrade_engine
 from statecore.store.sql.scoped import SqlScopedStateStore
 from statecore.store.sql.sessions import SqlSessionStore
+from statecore.store.sql.transient import is_transient_conflict
 from statecore.tokens import TokenCounter
 
 # Stores with a transaction open in the current task. A nested transaction() would take a
@@ -172,3 +173,9 @@ class SqlStateStore(StateStore):
         """Release every pooled connection; the store cannot be used afterwards."""
         self._closed = True
         await self.engine.dispose()
+
+    def is_transient_error(self, error: BaseException) -> bool:
+        """A deadlock or lock wait timeout (MariaDB/MySQL 1213, 1205), a serialization
+        failure or deadlock (PostgreSQL 40001, 40P01), or a busy database (SQLite, after its
+        busy timeout): see ``statecore.store.run_transaction``."""
+        return is_transient_conflict(error, self.dialect)
