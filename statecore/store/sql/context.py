@@ -38,6 +38,9 @@ class SqlContext:
         #: MariaDB/MySQL's max_allowed_packet; None where statements have no such cap.
         self.max_packet = max_packet
         self.open = True
+        # Sessions whose header row this transaction has locked (locks last until commit)
+        # or found absent: either way there is nothing more to ask the database.
+        self._sessions_locked: set[tuple[str, str, str]] = set()
 
     @property
     def conn(self) -> AsyncConnection:
@@ -62,7 +65,37 @@ class SqlContext:
                 f"session {ref} does not exist; call sessions.ensure(ref) first",
                 session=str(ref),
             )
+        if lock:
+            self.note_session_locked(ref.namespace, ref.agent_id, ref.session_id)
         return row
+
+    def note_session_locked(self, namespace: str, agent_id: str, session_id: str) -> None:
+        """Record that this transaction holds the session header's row lock."""
+        self._sessions_locked.add((namespace, agent_id, session_id))
+
+    async def lock_session(self, namespace: str, agent_id: str, session_id: str) -> None:
+        """Lock the session's header row, if the session exists, before writing rows it
+        owns that are not reached through it (KV entries, the scoped-state document).
+
+        The lock order of the SQL backend is: a session's header row, then its rows. Appends,
+        flow, orchestration and deletes start at the header already; with KV and scoped-state
+        writes starting there too, two transactions that touch one session's rows in
+        different orders queue on the header instead of deadlocking on the rows. A session
+        that does not exist yet has no row to lock (see ``run_transaction``)."""
+        scope = (namespace, agent_id, session_id)
+        # SQLite: BEGIN IMMEDIATE already made this the only writer.
+        if self.dialect == "sqlite" or scope in self._sessions_locked:
+            return
+        await self.conn.execute(
+            select(sessions.c.id)
+            .where(
+                sessions.c.namespace == namespace,
+                sessions.c.agent_id == agent_id,
+                sessions.c.session_id == session_id,
+            )
+            .with_for_update()
+        )
+        self._sessions_locked.add(scope)
 
     def check_fits_statement(self, document: str, what: str) -> None:
         """Refuse a document the server would reject as one oversized statement.

@@ -129,6 +129,12 @@ class SqlKVStore(KVStore):
     def _the_key(self, scope: KVScope, bucket: str, key: str) -> ColumnElement[bool]:
         return and_(self._in_scope(scope), c.bucket == bucket, c.key == key)
 
+    async def _lock_owner(self, scope: KVScope) -> None:
+        """Writes to a session's KV start at the session's header row (the lock order)."""
+        if scope.owner:
+            agent_id, session_id = scope.owner.split("/", 1)
+            await self._ctx.lock_session(scope.namespace, agent_id, session_id)
+
     async def _live_revision(self, scope: KVScope, bucket: str, key: str) -> int:
         found = await self._ctx.conn.scalar(
             select(c.revision).where(self._the_key(scope, bucket, key), self._live())
@@ -153,6 +159,7 @@ class SqlKVStore(KVStore):
             check_int(expected_revision, "expected_revision")
         if ttl_seconds is not None:
             ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
+        await self._lock_owner(scope)
         now = self._ctx.now
         columns = {
             "kind": kind,
@@ -233,9 +240,11 @@ class SqlKVStore(KVStore):
         validate_identifier(bucket, "bucket")
         validate_key(key)
         statement = delete(kv_entries).where(self._the_key(scope, bucket, key), self._live())
+        if expected_revision is not None:
+            check_int(expected_revision, "expected_revision")
+        await self._lock_owner(scope)
         if expected_revision is None:
             return (await self._ctx.conn.execute(statement)).rowcount > 0
-        check_int(expected_revision, "expected_revision")
         if expected_revision == 0:
             current = await self._live_revision(scope, bucket, key)
             if current != 0:
@@ -326,6 +335,7 @@ class SqlKVStore(KVStore):
                 "updated_at": check_aware(entry.updated_at, "updated_at"),
                 "expires_at": None if expires is None else check_aware(expires, "expires_at"),
             }
+        await self._lock_owner(scope)
         for chunk in chunked(list(rows)):
             await self._ctx.conn.execute(
                 delete(kv_entries).where(self._in_scope(scope), tuple_(c.bucket, c.key).in_(chunk))
@@ -336,6 +346,7 @@ class SqlKVStore(KVStore):
     async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
         check_scope(scope)
         validate_prefix(bucket_prefix)
+        await self._lock_owner(scope)
         statement = delete(kv_entries).where(self._in_scope(scope))
         if bucket_prefix:
             statement = statement.where(_prefix_range(c.bucket, bucket_prefix))

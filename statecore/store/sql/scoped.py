@@ -49,12 +49,18 @@ class SqlScopedStateStore(ScopedStateStore):
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
 
+    async def _lock_session(self, namespace: str, task_id: str, agent_id: str) -> None:
+        # The document of (task_id, agent_id) belongs to that agent's session task_id: its
+        # writers start at the session's header row, like every writer of a session's rows.
+        await self._ctx.lock_session(namespace, agent_id, task_id)
+
     async def create(
         self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
     ) -> ScopedState:
         _checked_scope(namespace, task_id, agent_id)
         document = encode_state(state)
         self._ctx.check_fits_statement(document, "state")
+        await self._lock_session(namespace, task_id, agent_id)
         now = self._ctx.now
         values = {
             "namespace": namespace,
@@ -96,6 +102,7 @@ class SqlScopedStateStore(ScopedStateStore):
         self._ctx.check_fits_statement(document, "state")
         if expected_version is not None:
             check_int(expected_version, "expected_version", minimum=1)
+        await self._lock_session(namespace, task_id, agent_id)
         conn = self._ctx.conn
         current = (
             await conn.execute(
@@ -128,6 +135,7 @@ class SqlScopedStateStore(ScopedStateStore):
 
     async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
         _checked_scope(namespace, task_id, agent_id)
+        await self._lock_session(namespace, task_id, agent_id)
         removed = await self._ctx.conn.execute(
             delete(scoped_states).where(_the_scope(namespace, task_id, agent_id))
         )
@@ -162,6 +170,8 @@ class SqlScopedStateStore(ScopedStateStore):
                 "created_at": check_aware(state.created_at, "created_at"),
                 "updated_at": check_aware(state.updated_at, "updated_at"),
             }
+        for namespace, task_id, agent_id in sorted(rows):
+            await self._lock_session(namespace, task_id, agent_id)
         for chunk in chunked(list(rows)):
             await self._ctx.conn.execute(
                 delete(scoped_states).where(tuple_(c.namespace, c.task_id, c.agent_id).in_(chunk))

@@ -57,6 +57,7 @@ class SqlSessionStore(SessionStore):
             # A concurrent ensure may create it first: then its row is the one we touch.
             await ctx.conn.execute(insert_or_ignore(ctx.dialect, sessions, values, _SESSION_KEY))
             row = (await ctx.conn.execute(select_session(ref, lock=True))).one()
+        ctx.note_session_locked(ref.namespace, ref.agent_id, ref.session_id)
         ttl = ttl_seconds if ttl_seconds is not None else row.ttl_seconds
         if (row.last_accessed, row.ttl_seconds) != (now, ttl):
             await ctx.conn.execute(
@@ -155,6 +156,8 @@ class SqlSessionStore(SessionStore):
         validate_identifier(namespace, "namespace")
         conn = self._ctx.conn
         in_namespace = select(sessions.c.id).where(sessions.c.namespace == namespace)
+        # Headers first, as every writer of a session's rows does (see SqlContext.lock_session).
+        await conn.execute(in_namespace.order_by(sessions.c.id).with_for_update())
         for table in _SESSION_CHILDREN:
             await conn.execute(delete(table).where(table.c.session_pk.in_(in_namespace)))
         removed = await conn.execute(delete(sessions).where(sessions.c.namespace == namespace))
