@@ -27,6 +27,7 @@ from statecore.compaction import CompactionRequest
 from statecore.llm import ModelSummarizer
 from statecore.metrics import record_compaction
 from statecore.models import StateOperationResult
+from statecore.store import StoreTransaction, run_transaction
 from statecore.turnlog import snapshot
 
 
@@ -35,8 +36,7 @@ class ControlActivities:
         self._r = resources
 
     async def _result(self, input: ControlInput, report: StateOperationResult) -> ControlResult:
-        async with self._r.store.transaction() as tx:
-            snap = await snapshot(tx, input.ref)
+        snap = await run_transaction(self._r.store, lambda tx: snapshot(tx, input.ref))
         return ControlResult(report=report, snapshot=snap)
 
     @activity.defn(name=ACT_OPEN_SESSION)
@@ -44,11 +44,14 @@ class ControlActivities:
     async def open_session(self, input: OpenSessionInput) -> SessionSnapshot:
         """Create the session row if needed and read where it stands: a first start, or a
         session reopened after it closed, continues from SQL."""
-        async with self._r.store.transaction() as tx:
+
+        async def open_and_read(tx: StoreTransaction) -> SessionSnapshot:
             info = await tx.sessions.ensure(input.ref, ttl_seconds=input.ttl_seconds)
             if input.system_prompt is not None and input.system_prompt != info.system_prompt:
                 await tx.conversation.set_system_prompt(input.ref, input.system_prompt)
-            snap = await snapshot(tx, input.ref)
+            return await snapshot(tx, input.ref)
+
+        snap = await run_transaction(self._r.store, open_and_read)
         report = await control.describe(self._r.store, input.ref)
         return snap.model_copy(
             update={"stores": [s.model_dump(mode="json") for s in report.stores]}
@@ -89,9 +92,12 @@ class ControlActivities:
     @activity.defn(name=ACT_ADD_HINT)
     @typed_errors
     async def add_hint(self, input: ControlInput) -> ControlResult:
-        async with self._r.store.transaction() as tx:
+
+        async def add(tx: StoreTransaction) -> None:
             await tx.sessions.ensure(input.ref)
             await tx.conversation.add_hint(input.ref, input.hint or "")
+
+        await run_transaction(self._r.store, add)
         report = await control.describe(self._r.store, input.ref)
         return await self._result(input, report)
 

@@ -29,11 +29,12 @@ from statecore.activity_io import (
     ReadStateInput,
     ReadStateResult,
 )
-from statecore.context import assemble_context
+from statecore.context import AssembledContext, assemble_context
 from statecore.errors import RevisionConflictError
 from statecore.llm import ModelRequest, ModelResponse
 from statecore.metrics import record_turn
 from statecore.models import KVEntry, Message, ToolCall
+from statecore.store import StoreTransaction, run_transaction
 from statecore.store.slots import validate_user_bucket
 from statecore.turnlog import commit_turn, find_turn
 
@@ -72,22 +73,23 @@ class TurnActivities:
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
         if input.commit is not None:
-            async with store.transaction() as tx:
-                done = await find_turn(tx, input.ref, input.turn_id)
+            done = await run_transaction(store, lambda tx: find_turn(tx, input.ref, input.turn_id))
             if done is not None:
                 return _duplicate(done)
 
-        async with store.transaction() as tx:
+        async def read_context(tx: StoreTransaction) -> AssembledContext:
             if await tx.sessions.get(input.ref) is None:
                 # A turn-API workflow may start its first turn without opening the session.
                 await tx.sessions.ensure(input.ref)
-            context = await assemble_context(
+            return await assemble_context(
                 tx,
                 input.ref,
                 input.pending,
                 max_tokens=input.profile.max_tokens,
                 counter=counter,
             )
+
+        context = await run_transaction(store, read_context)
         model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
             model.complete(
@@ -129,14 +131,16 @@ class TurnActivities:
     @typed_errors
     async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
         validate_user_bucket(input.bucket)
-        async with self._r.store.transaction() as tx:
-            return await tx.kv.get(input.ref.kv_scope, input.bucket, input.key)
+        return await run_transaction(
+            self._r.store, lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key)
+        )
 
     @activity.defn(name=ACT_READ_FLOW)
     @typed_errors
     async def read_flow(self, input: ReadFlowInput) -> FlowOp | None:
-        async with self._r.store.transaction() as tx:
-            cp = await tx.flow.latest(input.ref, input.flow_id)
+        cp = await run_transaction(
+            self._r.store, lambda tx: tx.flow.latest(input.ref, input.flow_id)
+        )
         if cp is None:
             return None
         return FlowOp(flow_id=cp.flow_id, step=cp.step, data=cp.data)
@@ -145,8 +149,9 @@ class TurnActivities:
     @typed_errors
     async def read_state(self, input: ReadStateInput) -> ReadStateResult:
         ref = input.ref
-        async with self._r.store.transaction() as tx:
-            found = await tx.state.get(ref.namespace, ref.session_id, ref.agent_id)
+        found = await run_transaction(
+            self._r.store, lambda tx: tx.state.get(ref.namespace, ref.session_id, ref.agent_id)
+        )
         if found is None:
             return ReadStateResult()
         return ReadStateResult(state=found.state, version=found.version)
@@ -156,18 +161,21 @@ async def _commit(
     resources: WorkerResources, commit: CommitTurnInput, started: float
 ) -> CommitTurnResult:
     """Commit a turn; a turn that really committed now (not a duplicate) is counted and
-    logged once, here, whichever activity completed it."""
+    logged once, here, whichever activity completed it.
+
+    A transaction that lost a deadlock runs again at once (``run_transaction``): it starts by
+    looking for the turn's record, so if a concurrent attempt committed meanwhile, the re-run
+    returns that attempt's result as a duplicate."""
+    store = resources.store
     try:
-        async with resources.store.transaction() as tx:
-            done = await commit_turn(tx, commit)
+        done = await run_transaction(store, lambda tx: commit_turn(tx, commit))
     except RevisionConflictError:
         # A concurrent attempt of the same turn won; its transaction committed, ours rolled
         # back whole. Return what it stored.
-        async with resources.store.transaction() as tx:
-            done = await find_turn(tx, commit.ref, commit.turn_id)
-        if done is None:
+        stored = await run_transaction(store, lambda tx: find_turn(tx, commit.ref, commit.turn_id))
+        if stored is None:
             raise
-        return done
+        return stored
     if not done.duplicate:
         record_turn(
             activity.metric_meter(), commit.usage, timedelta(seconds=time.monotonic() - started)

@@ -1,17 +1,25 @@
 """The control plane: describe, reset, compact and sweep, shaped like Protolink's
 StateOperationResult so operators and programs read one report format.
 
-A reset runs in one store transaction: it clears exactly what was asked or nothing.
+A reset runs in one store transaction: it clears exactly what was asked or nothing. Every
+transaction here goes through ``run_transaction``, so one that lost a deadlock runs again.
 Requests that cannot be honoured exactly are refused (ResetRefusedError), never widened to
 more state than was named.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 
-from statecore.compaction import CompactionRequest, commit_compaction, prepare_compaction
+from statecore.compaction import (
+    CompactionOutcome,
+    CompactionRequest,
+    PreparedCompaction,
+    commit_compaction,
+    prepare_compaction,
+)
 from statecore.context import SessionProfile
 from statecore.errors import ResetRefusedError, SessionNotFoundError, UnknownStoreError
 from statecore.inspection import conversation_report, inspect_session
@@ -25,6 +33,7 @@ from statecore.models import (
 )
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.kv_partition import clear_store
+from statecore.store.retry import run_transaction
 from statecore.summarize import ExtractiveSummarizer, Summarizer
 from statecore.tokens import TokenCounter
 
@@ -37,8 +46,9 @@ async def describe(
 ) -> StateOperationResult:
     """Report every store of the session (ALL_STORES order). A session that does not exist
     is not an error: its stores are reported with ``exists=False``."""
-    async with store.transaction() as tx:
-        reports = await inspect_session(tx, ref, include_data=include_data)
+    reports = await run_transaction(
+        store, lambda tx: inspect_session(tx, ref, include_data=include_data)
+    )
     return StateOperationResult(
         operation="describe", session_id=ref.session_id, namespace=ref.namespace, stores=reports
     )
@@ -134,8 +144,7 @@ async def reset(
                 f"namespace {namespace!r} differs from the session's {ref.namespace!r}; "
                 "name one target only"
             )
-        async with store.transaction() as tx:
-            return await reset_session_stores(tx, ref, names)
+        return await run_transaction(store, lambda tx: reset_session_stores(tx, ref, names))
     if not all_sessions:
         raise ResetRefusedError(
             "no session given: resetting every session of a namespace needs all_sessions=True"
@@ -154,10 +163,14 @@ async def reset(
     return await _reset_namespace(store, namespace)
 
 
+async def _delete_namespace(tx: StoreTransaction, namespace: str) -> tuple[bool, int]:
+    """(whether the namespace held anything, sessions removed)."""
+    existed = namespace in await tx.sessions.namespaces()
+    return existed, await tx.sessions.delete_namespace(namespace) if existed else 0
+
+
 async def _reset_namespace(store: StateStore, namespace: str) -> StateOperationResult:
-    async with store.transaction() as tx:
-        existed = namespace in await tx.sessions.namespaces()
-        removed = await tx.sessions.delete_namespace(namespace) if existed else 0
+    existed, removed = await run_transaction(store, lambda tx: _delete_namespace(tx, namespace))
     reports = [StateStoreReport(name=name, exists=existed) for name in ALL_STORES]
     reports[0].metadata["sessions_removed"] = removed
     return StateOperationResult(
@@ -190,24 +203,33 @@ async def compact(
     result = StateOperationResult(
         operation="compact", session_id=ref.session_id, namespace=ref.namespace
     )
-    async with store.transaction() as tx:
+
+    async def plan(tx: StoreTransaction) -> tuple[StateStoreReport, PreparedCompaction] | None:
         info = await tx.sessions.get(ref)
         if info is None:
-            result.missing.append("conversation")
-            result.stores.append(StateStoreReport(name="conversation"))
-            return result
+            return None
         before = await conversation_report(tx, ref, info, include_data=False)
-        prepared = await prepare_compaction(tx, ref, request, profile=profile)
+        return before, await prepare_compaction(tx, ref, request, profile=profile)
+
+    planned = await run_transaction(store, plan)
+    if planned is None:
+        result.missing.append("conversation")
+        result.stores.append(StateStoreReport(name="conversation"))
+        return result
+    before, prepared = planned
     summary: str | None = None
     if prepared.plan.summarize_to_seq is not None:
         summarizer = summarizer or ExtractiveSummarizer(counter)
         summary = await summarizer.summarize(prepared.previous_summary, prepared.folded)
-    async with store.transaction() as tx:
+
+    async def write(tx: StoreTransaction) -> tuple[CompactionOutcome, StateStoreReport]:
         outcome = await commit_compaction(tx, ref, prepared, summary)
         after_info = await tx.sessions.get(ref)
         if after_info is None:  # commit_compaction raises first; this keeps the types honest
             raise SessionNotFoundError(f"session {ref} was deleted during compaction")
-        after = await conversation_report(tx, ref, after_info, include_data=False)
+        return outcome, await conversation_report(tx, ref, after_info, include_data=False)
+
+    outcome, after = await run_transaction(store, write)
     after.metadata = {
         "before": before.metadata,
         "after": after.metadata,
@@ -225,18 +247,22 @@ async def sweep(store: StateStore, *, now: datetime | None = None) -> SweepRepor
     are checked and deleted in the same transaction so a session touched meanwhile stays."""
     report = SweepReport()
     while True:
-        async with store.transaction() as tx:
-            moment = now or tx.now
-            batch = await tx.sessions.expired(moment, limit=SWEEP_BATCH)
-            for expired_ref in batch:
-                if await tx.sessions.delete(expired_ref):
-                    report.sessions.append(expired_ref)
-        now = moment
+        now, batch, deleted = await run_transaction(store, functools.partial(_sweep_batch, now=now))
+        report.sessions.extend(deleted)
         if len(batch) < SWEEP_BATCH:
             break
-    async with store.transaction() as tx:
-        report.kv_keys = await tx.kv.sweep_expired(now)
+    report.kv_keys = await run_transaction(store, lambda tx: tx.kv.sweep_expired(now))
     return report
+
+
+async def _sweep_batch(
+    tx: StoreTransaction, *, now: datetime | None
+) -> tuple[datetime, list[SessionRef], list[SessionRef]]:
+    """One batch of expired sessions, deleted: (the moment used, the batch, those deleted)."""
+    moment = now or tx.now
+    batch = await tx.sessions.expired(moment, limit=SWEEP_BATCH)
+    deleted = [ref for ref in batch if await tx.sessions.delete(ref)]
+    return moment, batch, deleted
 
 
 __all__ = [

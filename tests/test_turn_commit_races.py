@@ -1,0 +1,84 @@
+"""Concurrent attempts of one turn's commit (a retried activity racing the original one, on
+separate workers): the turn lands once and every attempt returns its stored result."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.resources import WorkerResources
+from activities.turns import TurnActivities
+from statecore.activity_io import CommitTurnInput, CommitTurnResult, KVOp
+from statecore.models import Message, SessionRef, TokenUsage
+from statecore.store.migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.turnlog import TURN_BUCKET
+from tests.dbs import fresh_database
+
+DIALECTS = [
+    pytest.param("postgresql", marks=pytest.mark.postgres),
+    pytest.param("sqlite"),
+    pytest.param("mysql", marks=pytest.mark.mariadb),
+]
+WORKERS = 6
+REF = SessionRef(namespace="race", agent_id="agent", session_id="new-session")
+
+
+@pytest.fixture
+async def migrated_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    async with fresh_database(request.param, "commit") as url:
+        await upgrade_database(url)
+        yield url
+
+
+def _first_turn() -> CommitTurnInput:
+    return CommitTurnInput(
+        ref=REF,
+        turn_id="turn-1",
+        turn=1,
+        messages=[
+            Message(role="user", content="hello"),
+            Message(role="assistant", content="hi there"),
+        ],
+        kv=[KVOp(op="put", bucket="notes", key="greeted", value=True)],
+        usage=TokenUsage(prompt_tokens=11, completion_tokens=3),
+        result={"reply": {"role": "assistant", "content": "hi there"}},
+    )
+
+
+@pytest.mark.parametrize("migrated_url", DIALECTS, indirect=True)
+async def test_racing_commits_of_a_first_turn_land_once_and_agree(migrated_url: str) -> None:
+    stores = [await SqlStateStore.connect(migrated_url) for _ in range(WORKERS)]
+    start = asyncio.Event()
+
+    async def attempt(store: SqlStateStore) -> CommitTurnResult:
+        resources = WorkerResources(models={})
+        resources.attach(store)
+        await start.wait()
+        return await ActivityEnvironment().run(TurnActivities(resources).commit_turn, _first_turn())
+
+    try:
+        racers = [asyncio.create_task(attempt(s)) for s in stores]
+        start.set()
+        results = await asyncio.gather(*racers)
+        async with stores[0].transaction() as tx:
+            log = await tx.conversation.messages(REF)
+            greeted = await tx.kv.get(REF.kv_scope, "notes", "greeted")
+            record = await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-1")
+            orchestration = await tx.orchestration.get(REF)
+    finally:
+        for store in stores:
+            await store.close()
+    # One attempt committed; every other one returned what it stored.
+    assert [r.duplicate for r in results].count(False) == 1
+    stored = [r.model_dump(exclude={"duplicate"}) for r in results]
+    assert all(r == stored[0] for r in stored)
+    assert (results[0].first_seq, results[0].last_seq, results[0].message_count) == (1, 2, 2)
+    assert [(m.seq, m.content) for m in log] == [(1, "hello"), (2, "hi there")]
+    assert greeted is not None and (greeted.value, greeted.revision) == (True, 1)
+    assert record is not None and record.revision == 1
+    assert orchestration is not None
+    assert orchestration.cumulative_token_usage == TokenUsage(prompt_tokens=11, completion_tokens=3)
