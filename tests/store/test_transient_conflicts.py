@@ -138,6 +138,47 @@ async def test_opposite_order_writers_of_an_existing_session_do_not_deadlock(
         await _close(stores)
 
 
+@pytest.mark.parametrize("migrated_url", SERVERS, indirect=True)
+async def test_writers_of_different_keys_in_crossing_order_do_not_deadlock(
+    migrated_url: str,
+) -> None:
+    # Index order c < d < l < m. Each writer updates an existing key, then creates a new key
+    # just below the other's existing one. On InnoDB an upsert of an existing key would lock
+    # the gap below it, and each new key would wait for the other writer's gap: a deadlock.
+    # A put of an existing key is a plain UPDATE there, which locks only its row.
+    stores = await _stores(migrated_url, 2)
+    scope = KVScope(namespace="gaps")
+    both_updated = asyncio.Barrier(2)
+
+    def writer(store: SqlStateStore, existing: str, new: str):
+        async def once() -> None:
+            async with store.transaction() as tx:
+                await tx.kv.put(scope, "b", existing, new)
+                await both_updated.wait()
+                await tx.kv.put(scope, "b", new, existing)
+
+        return once
+
+    try:
+        async with stores[0].transaction() as tx:
+            await tx.kv.put(scope, "b", "d", "first")
+            await tx.kv.put(scope, "b", "m", "first")
+        outcomes = await asyncio.wait_for(
+            _race([writer(stores[0], "m", "c"), writer(stores[1], "d", "l")]), timeout=20
+        )
+        async with stores[0].transaction() as tx:
+            entries = await tx.kv.entries(scope)
+    finally:
+        await _close(stores)
+    assert outcomes == [None, None]
+    assert [(e.key, e.value, e.revision) for e in entries] == [
+        ("c", "m", 1),
+        ("d", "l", 2),
+        ("l", "d", 1),
+        ("m", "c", 2),
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("migrated_url", SQL_DIALECTS, indirect=True)
 async def test_racing_creators_of_a_new_session_each_land_once(migrated_url: str) -> None:

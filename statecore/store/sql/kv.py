@@ -115,6 +115,30 @@ def _put_statement(dialect: str, returning: bool) -> Any:
     return statement.returning(c.revision) if returning else statement
 
 
+@functools.cache
+def _mysql_update_statement() -> Any:
+    """MariaDB/MySQL: the unconditional put of a key that exists, as a plain UPDATE.
+
+    On InnoDB, ``INSERT ... ON DUPLICATE KEY UPDATE`` of an existing key takes a next-key lock
+    on it (its duplicate check does so even in READ COMMITTED): inserts of new keys into the
+    gap before it, in any scope, wait until commit, and waiters that inherit the lock as a gap
+    lock when an inserter rolls back can deadlock each other. An UPDATE locks only the row.
+    ``LAST_INSERT_ID(revision)`` hands the new revision back in the statement's OK packet, so
+    no SELECT follows. Revision and created_at come first: they read the old expires_at."""
+    now = bindparam("p_now", type_=c.expires_at.type)
+    expired = and_(c.expires_at.is_not(None), c.expires_at <= now)
+    the_key = [c[name] == bindparam(f"p_{name}", type_=c[name].type) for name in _KEY_COLUMNS]
+    return (
+        update(kv_entries)
+        .where(*the_key)
+        .ordered_values(
+            (c.revision, func.last_insert_id(case((expired, 1), else_=c.revision + 1))),
+            (c.created_at, case((expired, bindparam("p_created_at")), else_=c.created_at)),
+            *((c[name], bindparam(f"p_{name}", type_=c[name].type)) for name in _PUT_COLUMNS),
+        )
+    )
+
+
 class SqlKVStore(KVStore):
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
@@ -213,9 +237,15 @@ class SqlKVStore(KVStore):
         returning = conn.dialect.insert_returning
         row = self._new_row(scope, bucket, key, columns)
         params = {f"p_{name}": value for name, value in row.items()}
-        result = await conn.execute(
-            _put_statement(self._ctx.dialect, returning), {**params, "p_now": self._ctx.now}
-        )
+        params["p_now"] = self._ctx.now
+        if self._ctx.dialect == "mysql":
+            updated = await conn.execute(
+                _mysql_update_statement(), {k: v for k, v in params.items() if k != "p_revision"}
+            )
+            if updated.rowcount == 1:
+                return int(updated.lastrowid)
+            # A new key: the upsert below still settles a race with another creator.
+        result = await conn.execute(_put_statement(self._ctx.dialect, returning), params)
         if returning:
             return int(result.scalar_one())
         # MySQL has no RETURNING (MariaDB has, from 10.5); the transaction holds the row lock.
