@@ -72,24 +72,32 @@ class TurnActivities:
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
-        if input.commit is not None:
-            done = await run_transaction(store, lambda tx: find_turn(tx, input.ref, input.turn_id))
-            if done is not None:
-                return _duplicate(done)
-
-        async def read_context(tx: StoreTransaction) -> AssembledContext:
+        async def read_context(
+            tx: StoreTransaction,
+        ) -> tuple[CommitTurnResult | None, AssembledContext | None]:
+            # One read transaction: an already committed turn answers from its record (no
+            # model call); otherwise the context is assembled from the same snapshot.
+            if input.commit is not None:
+                done = await find_turn(tx, input.ref, input.turn_id)
+                if done is not None:
+                    return done, None
             if await tx.sessions.get(input.ref) is None:
                 # A turn-API workflow may start its first turn without opening the session.
                 await tx.sessions.ensure(input.ref)
-            return await assemble_context(
+            context = await assemble_context(
                 tx,
                 input.ref,
                 input.pending,
                 max_tokens=input.profile.max_tokens,
                 counter=counter,
             )
+            return None, context
 
-        context = await run_transaction(store, read_context)
+        done, assembled = await run_transaction(store, read_context)
+        if done is not None:
+            return _duplicate(done)
+        assert assembled is not None
+        context = assembled
         model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
             model.complete(
