@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import sys
 
@@ -33,6 +34,7 @@ class LatentOfflineModel:
 
 async def main(address: str, task_queue: str, database_url: str) -> None:
     logging.basicConfig(level=logging.WARNING)
+    watchdog = asyncio.ensure_future(_exit_when_orphaned())
     plugin = StatecorePlugin(database_url, models={"default": LatentOfflineModel()})
     while True:  # the dev server may be restarting when this worker starts
         try:
@@ -41,7 +43,16 @@ async def main(address: str, task_queue: str, database_url: str) -> None:
         except RuntimeError:
             await asyncio.sleep(0.5)
     async with Worker(client, task_queue=task_queue):
-        await asyncio.Event().wait()
+        await watchdog
+
+
+async def _exit_when_orphaned() -> None:
+    """End this process once the chaos driver that started it is gone (our parent becomes
+    init): a driver killed outright must not leave workers behind."""
+    parent = os.getppid()
+    while os.getppid() == parent:  # noqa: ASYNC110 (polls the OS, no event to wait on)
+        await asyncio.sleep(1.0)
+    os._exit(0)  # the driver is gone; there is nothing to shut down gracefully for
 
 
 if __name__ == "__main__":
