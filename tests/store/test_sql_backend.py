@@ -313,3 +313,81 @@ async def test_in_memory_sqlite_is_migrated_on_connect_and_serialises_transactio
     finally:
         await store.close()
     assert info is not None and info.last_seq == info.message_count == 8
+
+
+def _session_statements(statements: list[tuple[str, Any]]) -> tuple[int, int]:
+    """(SELECTs of the sessions table, UPDATEs of it) among ``statements``."""
+    reads = sum(1 for s, _ in statements if s.lstrip().startswith("SELECT sessions."))
+    writes = sum(1 for s, _ in statements if s.lstrip().startswith("UPDATE sessions"))
+    return reads, writes
+
+
+async def test_a_transaction_reads_a_session_header_once_and_keeps_it_current(
+    store: SqlStateStore,
+) -> None:
+    """Every module of a turn needs the session's header row (log counters, summary, window
+    start, idle clock); one read serves the whole transaction, and what the transaction
+    writes to the row is what later reads in it return."""
+    log = StatementLog(store)
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+        await tx.conversation.append(REF, "seed", _turn(3))
+    seen: dict[str, Any] = {}
+
+    async def turn() -> None:
+        async with store.transaction() as tx:
+            seen["before"] = await tx.sessions.get(REF)
+            await tx.conversation.summary(REF)
+            await tx.conversation.hints(REF)
+            await tx.conversation.tail(REF, max_tokens=1000)
+            await tx.sessions.ensure(REF)
+            await tx.conversation.append(REF, "next", _turn(2))
+            await tx.orchestration.add_token_usage(REF, 10, 5)
+            seen["after"] = await tx.sessions.get(REF)
+
+    statements = await log.during(turn)
+    reads, writes = _session_statements(statements)
+    # One plain read, then one under the row lock where the dialect has row locks (SQLite's
+    # BEGIN IMMEDIATE already holds the database); the idle clock moves once, counters once.
+    assert reads == (1 if store.dialect == "sqlite" else 2), statements
+    assert writes == 2, statements
+    before, after = seen["before"], seen["after"]
+    assert (before.last_seq, before.message_count) == (3, 3)
+    assert (after.last_seq, after.message_count) == (5, 5)
+    assert after.token_total > before.token_total
+    async with store.transaction() as tx:
+        assert await tx.sessions.get(REF) == after
+
+
+@pytest.mark.parametrize("url", DIALECTS[1:], indirect=True)
+async def test_a_locked_read_sees_a_commit_made_after_an_unlocked_one(url: str) -> None:
+    """An unlocked read of the header is not taken for a locked one: an append after it
+    reads the row again under the lock, so it continues the log another transaction just
+    extended instead of reusing seqs."""
+    first, second = await SqlStateStore.connect(url), await SqlStateStore.connect(url)
+    ref = SessionRef(namespace="sql", agent_id="agent", session_id="unlocked-then-locked")
+    try:
+        async with first.transaction() as tx:
+            await tx.sessions.ensure(ref)
+            await tx.conversation.append(ref, "t1", _turn(2))
+        async with first.transaction() as tx:
+            early = await tx.sessions.get(ref)
+            async with second.transaction() as other:
+                await other.conversation.append(ref, "t2", _turn(2))
+            stored = await tx.conversation.append(ref, "t3", _turn(2))
+        async with first.transaction() as tx:
+            log = await tx.conversation.messages(ref)
+            await tx.sessions.delete(ref)
+    finally:
+        await first.close()
+        await second.close()
+    assert early is not None and early.last_seq == 2
+    assert [m.seq for m in stored] == [5, 6]
+    assert [(m.seq, m.turn_id) for m in log] == [
+        (1, "t1"),
+        (2, "t1"),
+        (3, "t2"),
+        (4, "t2"),
+        (5, "t3"),
+        (6, "t3"),
+    ]

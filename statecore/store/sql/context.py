@@ -1,13 +1,14 @@
 """What the module objects of one SQL transaction share: the connection, the transaction's
-timestamp, the token counter, and the lookup of a session's header row."""
+timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Select, select
+from sqlalchemy import Select, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,6 +18,12 @@ from statecore.store.sql.schema import sessions
 from statecore.tokens import TokenCounter
 
 T = TypeVar("T")
+SessionKey = tuple[str, str, str]
+
+
+class SessionRow(SimpleNamespace):
+    """A session's header row (the ``sessions`` columns as attributes), as this transaction
+    last read or wrote it."""
 
 
 class SqlContext:
@@ -40,7 +47,11 @@ class SqlContext:
         self.open = True
         # Sessions whose header row this transaction has locked (locks last until commit)
         # or found absent: either way there is nothing more to ask the database.
-        self._sessions_locked: set[tuple[str, str, str]] = set()
+        self._sessions_locked: set[SessionKey] = set()
+        # Header rows read in this transaction, kept current by update_session. A turn asks
+        # for its session's row from every module it touches (log, summary, hints, window,
+        # orchestration); one read serves them all.
+        self._session_rows: dict[SessionKey, SessionRow] = {}
 
     @property
     def conn(self) -> AsyncConnection:
@@ -56,18 +67,55 @@ class SqlContext:
         """The SQLAlchemy dialect name of the connection ('sqlite', 'postgresql', 'mysql')."""
         return self._conn.dialect.name
 
-    async def session_row(self, ref: SessionRef, *, lock: bool = False) -> Row[Any]:
+    async def session_row(self, ref: SessionRef, *, lock: bool = False) -> SessionRow:
         """The session's header row; ``lock`` takes its row lock until commit (writers that
         update the session's counters serialise here). SessionNotFoundError if absent."""
-        row = (await self.conn.execute(select_session(ref, lock=lock))).first()
+        row = await self.find_session_row(ref, lock=lock)
         if row is None:
             raise SessionNotFoundError(
                 f"session {ref} does not exist; call sessions.ensure(ref) first",
                 session=str(ref),
             )
-        if lock:
-            self.note_session_locked(ref.namespace, ref.agent_id, ref.session_id)
         return row
+
+    async def find_session_row(self, ref: SessionRef, *, lock: bool = False) -> SessionRow | None:
+        """The session's header row, or None if it does not exist.
+
+        A row this transaction already read is answered from memory when it cannot have
+        changed since: on SQLite every transaction holds the database's write lock from its
+        BEGIN, and elsewhere a row this transaction locked stays as it left it. An unlocked
+        read on PostgreSQL or MariaDB is reused for unlocked reads only (one consistent view
+        of the header per transaction); asking for the lock reads it again under the lock."""
+        return await self._session_row((ref.namespace, ref.agent_id, ref.session_id), lock)
+
+    async def _session_row(self, key: SessionKey, lock: bool) -> SessionRow | None:
+        conn = self.conn  # refuses once the transaction has ended, cached row or not
+        cached = self._session_rows.get(key)
+        if cached is not None and (not lock or self._holds(key)):
+            return cached
+        found = (await conn.execute(select_session(key, lock=lock))).first()
+        if found is None:
+            self._session_rows.pop(key, None)
+            return None
+        row = SessionRow(**found._mapping)
+        self._session_rows[key] = row
+        if lock:
+            self.note_session_locked(*key)
+        return row
+
+    def _holds(self, key: SessionKey) -> bool:
+        return self.dialect == "sqlite" or key in self._sessions_locked
+
+    async def update_session(self, row: SessionRow, **values: Any) -> None:
+        """Write ``values`` to the session's header row and to this transaction's copy of it.
+        Every change to a header row goes through here, so the copy never goes stale."""
+        await self.conn.execute(update(sessions).where(sessions.c.id == row.id).values(**values))
+        for name, value in values.items():
+            setattr(row, name, value)
+
+    def forget_sessions(self) -> None:
+        """Drop the copies of header rows (after deleting sessions)."""
+        self._session_rows.clear()
 
     def note_session_locked(self, namespace: str, agent_id: str, session_id: str) -> None:
         """Record that this transaction holds the session header's row lock."""
@@ -84,17 +132,10 @@ class SqlContext:
         that does not exist yet has no row to lock (see ``run_transaction``)."""
         scope = (namespace, agent_id, session_id)
         # SQLite: BEGIN IMMEDIATE already made this the only writer.
-        if self.dialect == "sqlite" or scope in self._sessions_locked:
+        if self._holds(scope):
             return
-        await self.conn.execute(
-            select(sessions.c.id)
-            .where(
-                sessions.c.namespace == namespace,
-                sessions.c.agent_id == agent_id,
-                sessions.c.session_id == session_id,
-            )
-            .with_for_update()
-        )
+        # Read under the lock (and kept), so an earlier unlocked copy is not taken as locked.
+        await self._session_row(scope, lock=True)
         self._sessions_locked.add(scope)
 
     def check_fits_statement(self, document: str, what: str) -> None:
@@ -131,11 +172,12 @@ class SqlContext:
         return True
 
 
-def select_session(ref: SessionRef, *, lock: bool = False) -> Select[Any]:
+def select_session(key: SessionKey, *, lock: bool = False) -> Select[Any]:
+    namespace, agent_id, session_id = key
     statement = select(sessions).where(
-        sessions.c.namespace == ref.namespace,
-        sessions.c.agent_id == ref.agent_id,
-        sessions.c.session_id == ref.session_id,
+        sessions.c.namespace == namespace,
+        sessions.c.agent_id == agent_id,
+        sessions.c.session_id == session_id,
     )
     # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
     return statement.with_for_update() if lock else statement
@@ -152,7 +194,7 @@ def expiry(last_accessed: datetime, ttl_seconds: int) -> datetime:
     return last_accessed + timedelta(seconds=ttl_seconds)
 
 
-def session_info(row: Row[Any], ref: SessionRef | None = None) -> SessionInfo:
+def session_info(row: SessionRow, ref: SessionRef | None = None) -> SessionInfo:
     """A SessionInfo from a ``sessions`` row."""
     if ref is None:
         ref = SessionRef(namespace=row.namespace, agent_id=row.agent_id, session_id=row.session_id)

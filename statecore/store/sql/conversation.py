@@ -4,9 +4,8 @@ token window found with one indexed query."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import delete, insert, select
 
 from statecore.errors import AlreadyExistsError, InvalidLimitError
 from statecore.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
@@ -20,12 +19,11 @@ from statecore.store.inputs import (
     check_ref,
     check_token_budget,
 )
-from statecore.store.sql.context import SqlContext
+from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.conversation_extras import ConversationExtras, checked_restore_extras
 from statecore.store.sql.message_rows import checked_log, stored_columns, stored_message
 from statecore.store.sql.schema import hints as hint_table
 from statecore.store.sql.schema import messages as message_table
-from statecore.store.sql.schema import sessions
 
 
 class SqlConversationStore(ConversationExtras, ConversationStore):
@@ -83,14 +81,11 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             result.append(stored_message(columns))
         if new_rows:
             await ctx.conn.execute(insert(message_table), new_rows)
-            await ctx.conn.execute(
-                update(sessions)
-                .where(sessions.c.id == session.id)
-                .values(
-                    last_seq=seq,
-                    message_count=session.message_count + len(new_rows),
-                    token_total=total,
-                )
+            await ctx.update_session(
+                session,
+                last_seq=seq,
+                message_count=session.message_count + len(new_rows),
+                token_total=total,
             )
         return result
 
@@ -180,7 +175,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             delete(message_table).where(message_table.c.session_pk == session.id)
         )
         await conn.execute(delete(hint_table).where(hint_table.c.session_pk == session.id))
-        await conn.execute(update(sessions).where(sessions.c.id == session.id).values(**_EMPTY_LOG))
+        await self._ctx.update_session(session, **_EMPTY_LOG)
         return removed.rowcount
 
     async def restore(
@@ -206,18 +201,15 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             )
         await self._write_log(session, log)
         await self._write_restored_extras(session, extras)
-        await self._ctx.conn.execute(
-            update(sessions)
-            .where(sessions.c.id == session.id)
-            .values(
-                last_seq=last_seq,
-                message_count=len(log),
-                token_total=log[-1].cumulative_tokens if log else 0,
-                window_start_seq=window_start_seq,
-            )
+        await self._ctx.update_session(
+            session,
+            last_seq=last_seq,
+            message_count=len(log),
+            token_total=log[-1].cumulative_tokens if log else 0,
+            window_start_seq=window_start_seq,
         )
 
-    async def _write_log(self, session: Row[Any], log: list[StoredMessage]) -> None:
+    async def _write_log(self, session: SessionRow, log: list[StoredMessage]) -> None:
         if not log:
             return
         rows = [

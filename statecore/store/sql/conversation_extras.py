@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import delete, insert, select
 
 from statecore.errors import InvalidLimitError
 from statecore.models import Hint, SessionRef, Summary, validate_text
 from statecore.store.inputs import check_aware, check_int, check_ref, revalidate
-from statecore.store.sql.context import SqlContext
+from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.schema import hints as hint_table
-from statecore.store.sql.schema import sessions
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def checked_restore_extras(
     return RestoreExtras(checked_hints, summary, system_prompt)
 
 
-def _summary_of(row: Row[Any]) -> Summary | None:
+def _summary_of(row: SessionRow) -> Summary | None:
     if row.summary_text is None:
         return None
     return Summary(
@@ -70,17 +69,12 @@ class ConversationExtras:
 
     _ctx: SqlContext
 
-    async def _update_session(self, session_pk: int, **values: Any) -> None:
-        await self._ctx.conn.execute(
-            update(sessions).where(sessions.c.id == session_pk).values(**values)
-        )
-
     async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
         check_ref(ref)
         if text is not None:
             validate_text(text, "system prompt", allow_empty=False)
         session = await self._ctx.session_row(ref, lock=True)
-        await self._update_session(session.id, system_prompt=text)
+        await self._ctx.update_session(session, system_prompt=text)
 
     async def add_hint(self, ref: SessionRef, text: str) -> Hint:
         check_ref(ref)
@@ -132,7 +126,7 @@ class ConversationExtras:
             tokens=self._ctx.counter.count_text(text),
             created_at=self._ctx.now,
         )
-        await self._update_session(session.id, **_summary_columns(summary))
+        await self._ctx.update_session(session, **_summary_columns(summary))
         return summary
 
     async def set_window_start(self, ref: SessionRef, seq: int) -> None:
@@ -146,9 +140,9 @@ class ConversationExtras:
                 "moves forward",
                 seq=seq,
             )
-        await self._update_session(session.id, window_start_seq=seq)
+        await self._ctx.update_session(session, window_start_seq=seq)
 
-    async def _write_restored_extras(self, session: Row[Any], extras: RestoreExtras) -> None:
+    async def _write_restored_extras(self, session: SessionRow, extras: RestoreExtras) -> None:
         if extras.hints:
             # Hint ids are the store's own (autoincrement); text and time are kept.
             await self._ctx.conn.execute(
@@ -162,6 +156,6 @@ class ConversationExtras:
                     for h in extras.hints
                 ],
             )
-        await self._update_session(
-            session.id, system_prompt=extras.system_prompt, **_summary_columns(extras.summary)
+        await self._ctx.update_session(
+            session, system_prompt=extras.system_prompt, **_summary_columns(extras.summary)
         )

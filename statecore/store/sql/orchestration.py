@@ -22,8 +22,8 @@ from statecore.models import (
 from statecore.store.base import OrchestrationStore
 from statecore.store.inputs import check_int, check_ref, check_ttl_seconds, revalidate
 from statecore.store.memory.orchestration import MAX_TOKENS_PER_CALL, recent_tools
-from statecore.store.sql.context import SqlContext, expiry
-from statecore.store.sql.schema import orchestration_states, sessions
+from statecore.store.sql.context import SessionRow, SqlContext, expiry
+from statecore.store.sql.schema import orchestration_states
 
 c = orchestration_states.c
 _DEFAULTS: dict[str, Any] = {
@@ -75,13 +75,13 @@ class SqlOrchestrationStore(OrchestrationStore):
             )
         ).first()
 
-    async def _locked(self, ref: SessionRef) -> tuple[Row[Any], Row[Any] | None]:
+    async def _locked(self, ref: SessionRef) -> tuple[SessionRow, Row[Any] | None]:
         session = await self._ctx.session_row(ref, lock=True)
         return session, await self._current(session.id)
 
     async def _write(
         self,
-        session: Row[Any],
+        session: SessionRow,
         existing: Row[Any] | None,
         fields: dict[str, Any],
         ttl_seconds: int | None = None,
@@ -103,11 +103,11 @@ class SqlOrchestrationStore(OrchestrationStore):
             return _out(fields, session.last_accessed, session.ttl_seconds)
         now = self._ctx.now
         ttl = ttl_seconds if ttl_seconds is not None else session.ttl_seconds
-        await conn.execute(
-            update(sessions)
-            .where(sessions.c.id == session.id)
-            .values(last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl))
-        )
+        # A turn's commit ensured (and so touched) the session already in this transaction.
+        if (session.last_accessed, session.ttl_seconds) != (now, ttl):
+            await self._ctx.update_session(
+                session, last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl)
+            )
         return _out(fields, now, ttl)
 
     async def get(self, ref: SessionRef) -> OrchestrationState | None:

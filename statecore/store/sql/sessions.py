@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, or_, select, union, update
+from sqlalchemy import and_, delete, or_, select, union
 
 from statecore.errors import InvalidInputError
 from statecore.models import SessionInfo, SessionRef, validate_identifier
 from statecore.store.base import SessionStore
 from statecore.store.inputs import check_aware, check_page_limit, check_ref, check_ttl_seconds
-from statecore.store.sql.context import SqlContext, expiry, select_session, session_info
+from statecore.store.sql.context import SqlContext, expiry, session_info
 from statecore.store.sql.schema import (
     flow_checkpoints,
     hints,
@@ -38,7 +38,7 @@ class SqlSessionStore(SessionStore):
         if ttl_seconds is not None:
             ttl_seconds = int(check_ttl_seconds(ttl_seconds))
         ctx, now = self._ctx, self._ctx.now
-        row = (await ctx.conn.execute(select_session(ref, lock=True))).first()
+        row = await ctx.find_session_row(ref, lock=True)
         if row is None:
             ttl = ttl_seconds or ctx.default_ttl
             values = {
@@ -56,32 +56,28 @@ class SqlSessionStore(SessionStore):
             }
             # A concurrent ensure may create it first: then its row is the one we touch.
             await ctx.conn.execute(insert_or_ignore(ctx.dialect, sessions, values, _SESSION_KEY))
-            row = (await ctx.conn.execute(select_session(ref, lock=True))).one()
-        ctx.note_session_locked(ref.namespace, ref.agent_id, ref.session_id)
+            row = await ctx.session_row(ref, lock=True)
         ttl = ttl_seconds if ttl_seconds is not None else row.ttl_seconds
+        # Several writers of one transaction ensure the session; the clock moves once.
         if (row.last_accessed, row.ttl_seconds) != (now, ttl):
-            await ctx.conn.execute(
-                update(sessions)
-                .where(sessions.c.id == row.id)
-                .values(last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl))
+            await ctx.update_session(
+                row, last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl)
             )
-        info = session_info(row, ref)
-        return info.model_copy(update={"last_accessed": now, "ttl_seconds": ttl})
+        return session_info(row, ref)
 
     async def get(self, ref: SessionRef) -> SessionInfo | None:
         check_ref(ref)
-        row = (await self._ctx.conn.execute(select_session(ref))).first()
+        row = await self._ctx.find_session_row(ref)
         return None if row is None else session_info(row, ref)
 
     async def touch(self, ref: SessionRef) -> None:
         check_ref(ref)
         row = await self._ctx.session_row(ref, lock=True)
         now = self._ctx.now
-        await self._ctx.conn.execute(
-            update(sessions)
-            .where(sessions.c.id == row.id)
-            .values(last_accessed=now, expires_at=expiry(now, row.ttl_seconds))
-        )
+        if row.last_accessed != now:
+            await self._ctx.update_session(
+                row, last_accessed=now, expires_at=expiry(now, row.ttl_seconds)
+            )
 
     async def list(
         self,
@@ -131,11 +127,12 @@ class SqlSessionStore(SessionStore):
     async def delete(self, ref: SessionRef) -> bool:
         check_ref(ref)
         conn = self._ctx.conn
-        row = (await conn.execute(select_session(ref, lock=True))).first()
+        row = await self._ctx.find_session_row(ref, lock=True)
         if row is not None:
             for table in _SESSION_CHILDREN:
                 await conn.execute(delete(table).where(table.c.session_pk == row.id))
             await conn.execute(delete(sessions).where(sessions.c.id == row.id))
+            self._ctx.forget_sessions()
         # Owned rows outside the session's foreign keys go even when the header is missing,
         # so nothing the session owned can linger.
         await conn.execute(
@@ -161,6 +158,7 @@ class SqlSessionStore(SessionStore):
         for table in _SESSION_CHILDREN:
             await conn.execute(delete(table).where(table.c.session_pk.in_(in_namespace)))
         removed = await conn.execute(delete(sessions).where(sessions.c.namespace == namespace))
+        self._ctx.forget_sessions()
         await conn.execute(delete(kv_entries).where(kv_entries.c.namespace == namespace))
         await conn.execute(delete(scoped_states).where(scoped_states.c.namespace == namespace))
         return removed.rowcount
