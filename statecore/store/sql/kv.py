@@ -24,6 +24,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 
 from statecore.errors import InvalidInputError, RevisionConflictError
 from statecore.models import (
@@ -116,6 +117,23 @@ def _put_statement(dialect: str, returning: bool) -> Any:
 
 
 @functools.cache
+def _create_statement(dialect: str) -> Any:
+    """PostgreSQL and SQLite: a put with ``expected_revision=0`` as one statement. It inserts
+    the key at revision 1, or takes over a row whose entry has expired (an expired entry is
+    absent to every reader); a live entry is left alone and the statement changes no row.
+    A concurrent creator of the same key waits on the unique index, then sees a live row."""
+    module = postgresql if dialect == "postgresql" else sqlite
+    values = {name: bindparam(f"p_{name}", type_=c[name].type) for name in _ROW_COLUMNS}
+    statement: Any = module.insert(kv_entries).values(values)
+    now = bindparam("p_now", type_=c.expires_at.type)
+    return statement.on_conflict_do_update(
+        index_elements=list(_KEY_COLUMNS),
+        set_={name: statement.excluded[name] for name in ("revision", "created_at", *_PUT_COLUMNS)},
+        where=and_(c.expires_at.is_not(None), c.expires_at <= now),
+    )
+
+
+@functools.cache
 def _mysql_update_statement() -> Any:
     """MariaDB/MySQL: the unconditional put of a key that exists, as a plain UPDATE.
 
@@ -194,12 +212,7 @@ class SqlKVStore(KVStore):
         if expected_revision is None:
             return await self._put_unconditionally(scope, bucket, key, columns)
         if expected_revision == 0:
-            # An expired row counts as absent: clear it so the insert below can take the key.
-            await self._ctx.conn.execute(
-                delete(kv_entries).where(self._the_key(scope, bucket, key), ~self._live())
-            )
-            row = self._new_row(scope, bucket, key, columns)
-            if not await self._ctx.insert_unless_duplicate(insert(kv_entries).values(row)):
+            if not await self._create(scope, bucket, key, columns):
                 current = await self._live_revision(scope, bucket, key)
                 raise _conflict(bucket, key, current, 0)
             return 1
@@ -216,6 +229,21 @@ class SqlKVStore(KVStore):
             current = await self._live_revision(scope, bucket, key)
             raise _conflict(bucket, key, current, expected_revision)
         return expected_revision + 1
+
+    async def _create(self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]) -> bool:
+        """Insert a key that has no live entry; False (nothing written) if it has one."""
+        row = self._new_row(scope, bucket, key, columns)
+        if self._ctx.dialect != "mysql":
+            params = {f"p_{name}": value for name, value in row.items()}
+            params["p_now"] = self._ctx.now
+            created = await self._ctx.conn.execute(_create_statement(self._ctx.dialect), params)
+            return created.rowcount == 1
+        # MariaDB/MySQL's upsert cannot leave a live row untouched and say so: an expired
+        # row is cleared first, then a plain insert takes the key unless a live one holds it.
+        await self._ctx.conn.execute(
+            delete(kv_entries).where(self._the_key(scope, bucket, key), ~self._live())
+        )
+        return await self._ctx.insert_unless_duplicate(insert(kv_entries).values(row))
 
     def _new_row(
         self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]
