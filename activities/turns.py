@@ -30,7 +30,7 @@ from statecore.activity_io import (
     ReadStateResult,
 )
 from statecore.context import AssembledContext, assemble_context
-from statecore.errors import RevisionConflictError
+from statecore.errors import ConflictError
 from statecore.llm import ModelRequest, ModelResponse
 from statecore.metrics import record_turn
 from statecore.models import KVEntry, Message, ToolCall
@@ -72,6 +72,7 @@ class TurnActivities:
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
+
         async def read_context(
             tx: StoreTransaction,
         ) -> tuple[CommitTurnResult | None, AssembledContext | None]:
@@ -125,7 +126,7 @@ class TurnActivities:
                 },
             }
         )
-        out.commit = await _commit(self._r, commit, started)
+        out.commit = await _commit(self._r, commit, started, looked_up=True)
         if out.commit.duplicate:
             return _duplicate(out.commit)
         return out
@@ -166,20 +167,20 @@ class TurnActivities:
 
 
 async def _commit(
-    resources: WorkerResources, commit: CommitTurnInput, started: float
+    resources: WorkerResources, commit: CommitTurnInput, started: float, *, looked_up: bool = False
 ) -> CommitTurnResult:
     """Commit a turn; a turn that really committed now (not a duplicate) is counted and
     logged once, here, whichever activity completed it.
 
-    A transaction that lost a deadlock runs again at once (``run_transaction``): it starts by
-    looking for the turn's record, so if a concurrent attempt committed meanwhile, the re-run
-    returns that attempt's result as a duplicate."""
+    ``looked_up``: the caller has just found no record of the turn (see ``commit_turn``).
+    A transaction that lost a deadlock runs again at once (``run_transaction``)."""
     store = resources.store
     try:
-        done = await run_transaction(store, lambda tx: commit_turn(tx, commit))
-    except RevisionConflictError:
-        # A concurrent attempt of the same turn won; its transaction committed, ours rolled
-        # back whole. Return what it stored.
+        done = await run_transaction(store, lambda tx: commit_turn(tx, commit, looked_up=looked_up))
+    except ConflictError:
+        # A concurrent attempt of the same turn won (its record, or a revision or version
+        # it advanced, refused our writes); its transaction committed, ours rolled back
+        # whole. Return what it stored. Without such a record the conflict is the turn's own.
         stored = await run_transaction(store, lambda tx: find_turn(tx, commit.ref, commit.turn_id))
         if stored is None:
             raise

@@ -40,12 +40,20 @@ async def latest_turn(tx: StoreTransaction, ref: SessionRef) -> int:
     return int(entry.value["turn"]) if entry is not None else 0
 
 
-async def commit_turn(tx: StoreTransaction, commit: CommitTurnInput) -> CommitTurnResult:
-    """Apply a turn inside ``tx``; returns the stored result if the turn already committed."""
+async def commit_turn(
+    tx: StoreTransaction, commit: CommitTurnInput, *, looked_up: bool = False
+) -> CommitTurnResult:
+    """Apply a turn inside ``tx``; returns the stored result if the turn already committed.
+
+    ``looked_up``: the caller found no record of this turn in a transaction of its own just
+    before (the model call's context read), so it is not looked up again here. A concurrent
+    attempt that committed in between still cannot commit twice: writing this turn's record
+    then raises RevisionConflictError and the whole transaction rolls back."""
     ref = commit.ref
-    existing = await find_turn(tx, ref, commit.turn_id)
-    if existing is not None:
-        return existing
+    if not looked_up:
+        existing = await find_turn(tx, ref, commit.turn_id)
+        if existing is not None:
+            return existing
 
     # User KV writes may not touch reserved buckets (turn records, tool and task slots):
     # checked before anything is written, so a bad op leaves the whole turn uncommitted.

@@ -1,5 +1,7 @@
 """Concurrent attempts of one turn's commit (a retried activity racing the original one, on
-separate workers): the turn lands once and every attempt returns its stored result."""
+separate workers): the turn lands once and every attempt returns its stored result. Both
+ways a turn commits race here: the buffered-state commit, which looks the turn up in its own
+transaction, and the model call, which looked it up in its context read just before."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.resources import WorkerResources
 from activities.turns import TurnActivities
-from statecore.activity_io import CommitTurnInput, CommitTurnResult, KVOp
+from statecore.activity_io import (
+    CommitTurnInput,
+    CommitTurnResult,
+    GenerateInput,
+    GenerateResult,
+    KVOp,
+)
+from statecore.llm.offline import OfflineModel
 from statecore.models import Message, SessionRef, TokenUsage
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
@@ -82,3 +91,48 @@ async def test_racing_commits_of_a_first_turn_land_once_and_agree(migrated_url: 
     assert record is not None and record.revision == 1
     assert orchestration is not None
     assert orchestration.cumulative_token_usage == TokenUsage(prompt_tokens=11, completion_tokens=3)
+
+
+@pytest.mark.parametrize("migrated_url", DIALECTS, indirect=True)
+async def test_racing_model_calls_of_one_turn_commit_it_once(migrated_url: str) -> None:
+    """Every attempt reads the context before any has committed, so each calls the model and
+    commits without looking the turn up again; the turn's record lets exactly one through."""
+    stores = [await SqlStateStore.connect(migrated_url) for _ in range(WORKERS)]
+    start = asyncio.Event()
+    ref = SessionRef(namespace="race", agent_id="agent", session_id="model-calls")
+    question = Message(role="user", content="what is on the list?")
+    commit = CommitTurnInput(
+        ref=ref,
+        turn_id="turn-1",
+        turn=1,
+        messages=[question],
+        kv=[KVOp(op="put", bucket="notes", key="asked", value=1, expected_revision=0)],
+    )
+    request = GenerateInput(ref=ref, turn_id="turn-1", pending=[question], commit=commit)
+
+    async def attempt(store: SqlStateStore) -> GenerateResult:
+        resources = WorkerResources(models={"default": OfflineModel()})
+        resources.attach(store)
+        await start.wait()
+        return await ActivityEnvironment().run(TurnActivities(resources).generate, request)
+
+    try:
+        racers = [asyncio.create_task(attempt(s)) for s in stores]
+        start.set()
+        results = await asyncio.gather(*racers)
+        async with stores[0].transaction() as tx:
+            log = await tx.conversation.messages(ref)
+            asked = await tx.kv.get(ref.kv_scope, "notes", "asked")
+            orchestration = await tx.orchestration.get(ref)
+    finally:
+        for store in stores:
+            await store.close()
+    commits = [r.commit for r in results]
+    assert all(c is not None for c in commits)
+    assert [c.duplicate for c in commits if c is not None].count(False) == 1
+    assert len({r.message.content for r in results}) == 1
+    assert [(m.seq, m.role) for m in log] == [(1, "user"), (2, "assistant")]
+    assert asked is not None and asked.revision == 1
+    winner = next(r for r in results if r.commit is not None and not r.commit.duplicate)
+    assert orchestration is not None
+    assert orchestration.cumulative_token_usage == winner.usage
