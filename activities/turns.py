@@ -102,7 +102,12 @@ class TurnActivities:
         model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
             model.complete(
-                ModelRequest(messages=context.messages, model=input.model, tools=input.tools)
+                ModelRequest(
+                    messages=context.messages,
+                    model=input.model,
+                    tools=input.tools,
+                    prompt_tokens=context.tokens,
+                )
             )
         )
         reply = response.message

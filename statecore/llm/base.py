@@ -52,6 +52,8 @@ class ModelRequest(StatecoreModel):
     ``model`` names the model the caller asked for; a client bound to one model (every client
     in this package) answers with its own and reports it in ``ModelResponse.model``.
     ``purpose="summarize"`` asks for a summary of the messages rather than a chat reply.
+    ``prompt_tokens`` is what ``messages`` cost as the caller counted them (context assembly
+    does, reply priming included); a model that reports its own usage ignores it.
     """
 
     messages: list[Message] = Field(min_length=1)
@@ -60,6 +62,7 @@ class ModelRequest(StatecoreModel):
     max_tokens: int | None = Field(default=None, ge=1)
     tools: list[ToolSpec] = Field(default_factory=list)
     purpose: Literal["chat", "summarize"] = "chat"
+    prompt_tokens: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _unique_tools(self) -> ModelRequest:

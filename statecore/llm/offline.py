@@ -126,6 +126,10 @@ class OfflineModel:
 
     def _prompt_tokens(self, request: ModelRequest) -> int:
         tools = sum(self._counter.count_text(t.model_dump_json()) for t in request.tools)
+        # The assembled context was counted from the stored per-message counts; counting the
+        # whole prompt again would re-tokenise the history on every turn.
+        if request.prompt_tokens is not None:
+            return request.prompt_tokens + tools
         return self._counter.count_messages(request.messages) + tools
 
 

@@ -172,3 +172,12 @@ async def test_summarize_drops_the_oldest_lines_to_fit_max_tokens(model):
     assert TokenCounter().count_text(text) <= 30
     assert text.endswith("- Fact number 39 is important.")
     assert "Fact number 0 " not in text
+
+
+async def test_usage_takes_the_callers_count_of_the_prompt(model):
+    """Context assembly counts the prompt from stored per-message counts; the model reports
+    that count (plus its tools) instead of tokenising the whole history again."""
+    request = ModelRequest(messages=[user("count me")], tools=[CALCULATOR], prompt_tokens=40)
+    response = await model.complete(request)
+    tools = TokenCounter().count_text(CALCULATOR.model_dump_json())
+    assert response.usage.prompt_tokens == 40 + tools
