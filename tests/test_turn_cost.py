@@ -1,0 +1,100 @@
+"""What one chat turn costs in SQL: the model-and-commit activity runs the same statements at
+turn 5 and turn 40, reads the session's header row once per transaction, and stays within a
+fixed statement budget (a read transaction for the context, one for the commit)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from temporalio.testing import ActivityEnvironment
+
+from activities.resources import WorkerResources
+from activities.turns import TurnActivities
+from statecore.activity_io import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.llm.offline import OfflineModel
+from statecore.models import Message, SessionRef
+from statecore.store.migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from tests.dbs import fresh_database
+
+DIALECTS = [
+    pytest.param("sqlite"),
+    pytest.param("postgresql", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mariadb),
+]
+REF = SessionRef(namespace="cost", agent_id="agent", session_id="s1")
+#: Context read: the turn's record, the header, hints, the window's boundary (once the log
+#: outgrows the budget), the window. Commit: header (locked), idle clock, the turn's existing
+#: messages, insert, counters, orchestration read and write, the window's first message, the
+#: turn record, the latest turn. MariaDB creates the turn record with three more (see kv.py).
+MAX_STATEMENTS_PER_TURN = {"sqlite": 15, "postgresql": 15, "mysql": 18}
+
+
+@pytest.fixture(params=DIALECTS)
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[SqlStateStore]:
+    async with fresh_database(request.param, "cost") as url:
+        await upgrade_database(url)
+        opened = await SqlStateStore.connect(url)
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+
+class Transactions:
+    """The statements the store sends, grouped by transaction (BEGIN or the first statement
+    after a COMMIT starts one)."""
+
+    def __init__(self, store: SqlStateStore) -> None:
+        self.groups: list[list[str]] = []
+        self._open = False
+        event.listen(store.engine.sync_engine, "before_cursor_execute", self._statement)
+        event.listen(store.engine.sync_engine, "commit", self._end)
+        event.listen(store.engine.sync_engine, "rollback", self._end)
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("BEGIN"):
+            return
+        if not self._open:
+            self.groups.append([])
+            self._open = True
+        self.groups[-1].append(" ".join(statement.split()))
+
+    def _end(self, _conn: Any) -> None:
+        self._open = False
+
+
+async def _turn(activities: TurnActivities, n: int) -> GenerateResult:
+    message = Message(role="user", content=f"turn {n}: what should we do next about the plan?")
+    commit = CommitTurnInput(ref=REF, turn_id=f"t{n}", turn=n, messages=[message])
+    request = GenerateInput(ref=REF, turn_id=f"t{n}", pending=[message], commit=commit)
+    return await ActivityEnvironment().run(activities.generate, request)
+
+
+async def test_a_turn_costs_the_same_statements_at_any_length(store: SqlStateStore) -> None:
+    resources = WorkerResources(models={"default": OfflineModel()})
+    resources.attach(store)
+    activities = TurnActivities(resources)
+    seen: dict[int, list[list[str]]] = {}
+    for n in range(1, 41):
+        log = Transactions(store) if n in (5, 40) else None
+        result = await _turn(activities, n)
+        assert result.commit is not None and not result.commit.duplicate
+        # The model reports the prompt as the context assembly counted it.
+        assert result.usage.prompt_tokens == result.context_tokens
+        if log is not None:
+            seen[n] = log.groups
+            event.remove(store.engine.sync_engine, "before_cursor_execute", log._statement)
+            event.remove(store.engine.sync_engine, "commit", log._end)
+            event.remove(store.engine.sync_engine, "rollback", log._end)
+    early, late = seen[5], seen[40]
+    assert len(late) == 2, late  # the context read, then the commit
+    for transaction in late:
+        headers = [s for s in transaction if s.startswith("SELECT sessions.")]
+        assert len(headers) == 1, transaction
+    # The window's boundary query joins once the log outgrows the budget; otherwise equal.
+    assert [s for s in late[1]] == [s for s in early[1]]
+    assert sum(len(t) for t in late) <= MAX_STATEMENTS_PER_TURN[store.dialect], late
