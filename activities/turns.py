@@ -72,6 +72,9 @@ class TurnActivities:
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
+        # A committing call carries its messages once, in the commit (earlier workflow code
+        # sent them in ``pending`` as well: the same messages).
+        pending = input.commit.messages if input.commit is not None else input.pending
 
         async def read_context(
             tx: StoreTransaction,
@@ -88,7 +91,7 @@ class TurnActivities:
             context = await assemble_context(
                 tx,
                 input.ref,
-                input.pending,
+                pending,
                 max_tokens=input.profile.max_tokens,
                 counter=counter,
             )
@@ -131,9 +134,11 @@ class TurnActivities:
                 },
             }
         )
-        out.commit = await _commit(self._r, commit, started, looked_up=True)
-        if out.commit.duplicate:
-            return _duplicate(out.commit)
+        done = await _commit(self._r, commit, started, looked_up=True)
+        if done.duplicate:
+            return _duplicate(done)
+        # The stored outcome repeats this result; it would be written to history twice.
+        out.commit = done.model_copy(update={"result": {}})
         return out
 
     @activity.defn(name=ACT_COMMIT_TURN)
@@ -219,5 +224,5 @@ def _duplicate(done: CommitTurnResult) -> GenerateResult:
         message=message,
         usage=usage,  # type: ignore[arg-type]
         context_tokens=int(stored.get("context_tokens", 0) or 0),  # type: ignore[arg-type]
-        commit=done,
+        commit=done.model_copy(update={"result": {}}),
     )

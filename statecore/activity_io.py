@@ -122,6 +122,8 @@ class CommitTurnResult(StatecoreModel):
     #: Tokens from the window start to the end of the log (drives auto-summarize).
     window_tokens: int = 0
     state_version: int | None = None
+    #: What the turn stored as its outcome (a duplicate answers from it). A model call's
+    #: commit returns it empty: its outcome is the call's own result.
     result: dict[str, JsonValue] = Field(default_factory=dict)
 
 
@@ -130,6 +132,8 @@ class GenerateInput(StatecoreModel):
 
     ref: SessionRef
     turn_id: str
+    #: The turn's messages not stored yet. With ``commit`` set they are ``commit.messages``
+    #: and this stays empty: activity input is written to history on every turn.
     pending: list[Message] = Field(default_factory=list)
     profile: SessionProfile = Field(default_factory=SessionProfile)
     model: str = "default"

@@ -34,12 +34,13 @@ SQL_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=5),
     non_retryable_error_types=NON_RETRYABLE_CODES,
 )
-#: Model calls: the model endpoint may be slow or rate-limited.
+#: Model calls: the model endpoint may be slow or rate-limited. A regular activity's retry
+#: policy is written to history with every call, and the list of codes is ~600 bytes of a
+#: ~4 KB turn; the activities already fail those codes as non-retryable (activities.errors).
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=NON_RETRYABLE_CODES,
 )
 
 

@@ -202,7 +202,6 @@ class Turn:
             GenerateInput(
                 ref=self.session.ref,
                 turn_id=self.turn_id,
-                pending=list(self.messages),
                 profile=self.session.profile,
                 model=self.session.model,
                 tools=tools or [],

@@ -47,6 +47,26 @@ async def test_each_turn_sees_the_conversation_from_sql(env: Env) -> None:
     assert [m.turn_id for m in rows] == ["t0", "t0", "t1", "t1", "t2", "t2"]
 
 
+async def test_a_turn_writes_its_message_and_reply_to_history_once_each(env: Env) -> None:
+    """History grows by what a turn must carry, once: the model call's input holds the
+    user's message once, its result the reply once (the offline reply quotes the message)."""
+    for i in range(3):
+        await env.sessions.send(env.agent, "lean", f"lean-marker-{i} please", turn_id=f"t{i}")
+    handle = env.client.get_workflow_handle(workflow_id_for(env.agent, "lean"))
+    history = await handle.fetch_history()
+    scheduled = [
+        e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    completed = [
+        e for e in history.events if e.HasField("activity_task_completed_event_attributes")
+    ]
+    for i in range(3):
+        marker = f"lean-marker-{i}".encode()
+        assert [e.SerializeToString().count(marker) for e in scheduled].count(1) == 1
+        assert sum(e.SerializeToString().count(marker) for e in scheduled) == 1
+        assert sum(e.SerializeToString().count(marker) for e in completed) == 1
+
+
 async def test_the_same_turn_id_commits_once_and_returns_the_same_result(env: Env) -> None:
     first = await env.sessions.send(env.agent, "dup", "only once", turn_id="turn-1")
     again = await env.sessions.send(env.agent, "dup", "only once", turn_id="turn-1")
@@ -143,9 +163,10 @@ async def test_a_cancelled_send_stops_instead_of_retrying(dev_server) -> None:
     from tests.dbs import fresh_database
     from tests.temporal.conftest import running_env
 
-    async with fresh_database("sqlite", "cancel") as url, running_env(
-        dev_server, url, models={"default": _NeverAnswers()}
-    ) as env:
+    async with (
+        fresh_database("sqlite", "cancel") as url,
+        running_env(dev_server, url, models={"default": _NeverAnswers()}) as env,
+    ):
         pending = asyncio.ensure_future(env.sessions.send(env.agent, "c", "hi", turn_id="x1"))
         for _ in range(100):  # until the turn is accepted and in flight
             await asyncio.sleep(0.1)
@@ -160,15 +181,15 @@ async def test_a_cancelled_send_stops_instead_of_retrying(dev_server) -> None:
         assert pending.cancelled()
 
 
-
 async def test_turn_api_first_turn_needs_no_opened_session(dev_server) -> None:
     from tests.dbs import fresh_database
     from tests.temporal.conftest import running_env
     from tests.temporal.minimal_turn_workflow import MinimalTurnAgent
 
-    async with fresh_database("sqlite", "minimal") as url, running_env(
-        dev_server, url, extra_workflows=[MinimalTurnAgent]
-    ) as env:
+    async with (
+        fresh_database("sqlite", "minimal") as url,
+        running_env(dev_server, url, extra_workflows=[MinimalTurnAgent]) as env,
+    ):
         reply = await env.client.execute_workflow(
             MinimalTurnAgent.run,
             {"agent_id": env.agent, "session_id": "fresh", "content": "hello"},
