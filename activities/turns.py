@@ -80,14 +80,14 @@ class TurnActivities:
             tx: StoreTransaction,
         ) -> tuple[CommitTurnResult | None, AssembledContext | None]:
             # One read transaction: an already committed turn answers from its record (no
-            # model call); otherwise the context is assembled from the same snapshot.
+            # model call); otherwise the context is assembled from the same snapshot. None
+            # for both: the session does not exist yet.
             if input.commit is not None:
                 done = await find_turn(tx, input.ref, input.turn_id)
                 if done is not None:
                     return done, None
             if await tx.sessions.get(input.ref) is None:
-                # A turn-API workflow may start its first turn without opening the session.
-                await tx.sessions.ensure(input.ref)
+                return None, None
             context = await assemble_context(
                 tx,
                 input.ref,
@@ -97,10 +97,16 @@ class TurnActivities:
             )
             return None, context
 
-        done, assembled = await run_transaction(store, read_context)
+        done, assembled = await run_transaction(store, read_context, read_only=True)
+        if done is None and assembled is None:
+            # A turn-API workflow may start its first turn without opening the session.
+            await run_transaction(store, lambda tx: tx.sessions.ensure(input.ref))
+            done, assembled = await run_transaction(store, read_context, read_only=True)
         if done is not None:
             return _duplicate(done)
-        assert assembled is not None
+        if assembled is None:
+            # Deleted again between the two transactions: let Temporal retry the call.
+            raise RuntimeError(f"session {input.ref} was deleted as its turn began")
         context = assembled
         model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
@@ -151,14 +157,16 @@ class TurnActivities:
     async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
         validate_user_bucket(input.bucket)
         return await run_transaction(
-            self._r.store, lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key)
+            self._r.store,
+            lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key),
+            read_only=True,
         )
 
     @activity.defn(name=ACT_READ_FLOW)
     @typed_errors
     async def read_flow(self, input: ReadFlowInput) -> FlowOp | None:
         cp = await run_transaction(
-            self._r.store, lambda tx: tx.flow.latest(input.ref, input.flow_id)
+            self._r.store, lambda tx: tx.flow.latest(input.ref, input.flow_id), read_only=True
         )
         if cp is None:
             return None
@@ -169,7 +177,9 @@ class TurnActivities:
     async def read_state(self, input: ReadStateInput) -> ReadStateResult:
         ref = input.ref
         found = await run_transaction(
-            self._r.store, lambda tx: tx.state.get(ref.namespace, ref.session_id, ref.agent_id)
+            self._r.store,
+            lambda tx: tx.state.get(ref.namespace, ref.session_id, ref.agent_id),
+            read_only=True,
         )
         if found is None:
             return ReadStateResult()
@@ -191,7 +201,9 @@ async def _commit(
         # A concurrent attempt of the same turn won (its record, or a revision or version
         # it advanced, refused our writes); its transaction committed, ours rolled back
         # whole. Return what it stored. Without such a record the conflict is the turn's own.
-        stored = await run_transaction(store, lambda tx: find_turn(tx, commit.ref, commit.turn_id))
+        stored = await run_transaction(
+            store, lambda tx: find_turn(tx, commit.ref, commit.turn_id), read_only=True
+        )
         if stored is None:
             raise
         return stored

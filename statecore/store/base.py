@@ -383,7 +383,12 @@ class StateStore(abc.ABC):
     dialect: str
 
     @abc.abstractmethod
-    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]: ...
+    def transaction(
+        self, *, read_only: bool = False
+    ) -> AbstractAsyncContextManager[StoreTransaction]:
+        """``async with store.transaction() as tx``: commits when the block ends, rolls back
+        when it raises. ``read_only`` promises the block only reads, which lets a backend
+        run it beside writers (SQLite: without taking the write lock)."""
 
     @abc.abstractmethod
     async def close(self) -> None: ...

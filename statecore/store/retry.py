@@ -44,6 +44,7 @@ async def run_transaction(
     work: Callable[[StoreTransaction], Awaitable[T]],
     *,
     attempts: int = DEFAULT_ATTEMPTS,
+    read_only: bool = False,
 ) -> T:
     """``await work(tx)`` in a transaction of ``store``; its result once the transaction commits.
 
@@ -51,13 +52,15 @@ async def run_transaction(
     lock wait timeout, SQLite busy), whether raised by a statement or by the commit, the
     transaction has been rolled back whole and ``work`` runs again in a new one, up to
     ``attempts`` runs in all (1..100). ``work`` must be safe to re-run: it changes nothing
-    outside ``tx``. Any other error is raised at once; the last conflict is raised when the
-    attempts are used up. Do not call it inside an open transaction of the same store."""
+    outside ``tx``. ``read_only`` opens read-only transactions (see
+    ``StateStore.transaction``). Any other error is raised at once; the last conflict is
+    raised when the attempts are used up. Do not call it inside an open transaction of the
+    same store."""
     check_int(attempts, "attempts", minimum=1, maximum=MAX_ATTEMPTS)
     attempt = 1
     while True:
         try:
-            async with store.transaction() as tx:
+            async with store.transaction(read_only=read_only) as tx:
                 return await work(tx)
         except Exception as error:
             if attempt >= attempts or not store.is_transient_error(error):

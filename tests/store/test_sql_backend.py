@@ -391,3 +391,51 @@ async def test_a_locked_read_sees_a_commit_made_after_an_unlocked_one(url: str) 
         (5, "t3"),
         (6, "t3"),
     ]
+
+
+async def test_sqlite_reads_run_beside_a_writer_and_writers_queue_in_order(
+    tmp_path: Any,
+) -> None:
+    """A read-only transaction on SQLite takes no write lock: it reads its snapshot while a
+    writer holds the database. Writers of one store queue in the order they asked, and each
+    starts as soon as the one before commits (no busy polling)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'queue.db'}"
+    await upgrade_database(url)
+    store = await SqlStateStore.connect(url)
+    ref = SessionRef(namespace="sql", agent_id="agent", session_id="queue")
+    order: list[str] = []
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def long_writer() -> None:
+        async with store.transaction() as tx:
+            await tx.conversation.append(ref, "held", _turn(1))
+            holding.set()
+            await release.wait()
+            order.append("held")
+
+    async def writer(name: str) -> None:
+        async with store.transaction() as tx:
+            await tx.conversation.append(ref, name, _turn(1))
+            order.append(name)
+
+    try:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(ref)
+        first = asyncio.create_task(long_writer())
+        await holding.wait()
+        queued = []
+        for name in ("w1", "w2", "w3"):
+            queued.append(asyncio.create_task(writer(name)))
+            await asyncio.sleep(0.01)
+        async with store.transaction(read_only=True) as tx:
+            info = await tx.sessions.get(ref)
+        assert info is not None and info.message_count == 0  # the writer has not committed
+        assert order == []
+        release.set()
+        await asyncio.wait_for(asyncio.gather(first, *queued), timeout=10)
+        async with store.transaction(read_only=True) as tx:
+            log = await tx.conversation.messages(ref)
+    finally:
+        await store.close()
+    assert order == ["held", "w1", "w2", "w3"]
+    assert [m.turn_id for m in log] == order

@@ -142,8 +142,11 @@ class MemoryStateStore(StateStore):
                 ctx.open = False
                 _open_in_task.reset(token)
 
-    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
-        """Open a transaction: ``async with store.transaction() as tx: ...``."""
+    def transaction(
+        self, *, read_only: bool = False
+    ) -> AbstractAsyncContextManager[StoreTransaction]:
+        """Open a transaction: ``async with store.transaction() as tx: ...``. Transactions
+        here take turns whether they write or not, so ``read_only`` changes nothing."""
         return self._transaction()
 
     async def close(self) -> None:

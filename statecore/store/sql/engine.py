@@ -3,7 +3,9 @@
 - SQLite (aiosqlite): WAL journal, foreign keys on, a busy timeout, and every transaction
   opened with ``BEGIN IMMEDIATE``. SQLite has one writer; taking the write lock at BEGIN
   makes a second writer wait (up to the busy timeout) instead of failing with "database is
-  locked" when a read transaction later tries to write.
+  locked" when a read transaction later tries to write. A transaction opened read-only
+  (the ``READ_ONLY_OPTION`` execution option) starts with a plain deferred ``BEGIN``: in
+  WAL mode it reads a snapshot and never waits for the write lock.
 - PostgreSQL (asyncpg): READ COMMITTED (the server default) plus row locks where it matters.
 - MariaDB/MySQL (asyncmy): utf8mb4, READ COMMITTED (no gap locks, so concurrent inserts of
   different keys do not deadlock) and strict SQL mode (oversized values fail instead of being
@@ -22,6 +24,8 @@ from statecore.errors import InvalidInputError
 
 #: Seconds a SQLite transaction waits for the write lock before failing.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+#: Connection execution option marking a transaction that only reads.
+READ_ONLY_OPTION = "statecore_read_only"
 
 _DRIVERS = {
     "sqlite": "aiosqlite",
@@ -91,7 +95,8 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
             cursor.close()
 
     def on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY_OPTION, False)
+        conn.exec_driver_sql("BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
 
     event.listen(engine.sync_engine, "connect", on_connect)
     event.listen(engine.sync_engine, "begin", on_begin)

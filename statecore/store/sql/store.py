@@ -20,7 +20,12 @@ from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_ttl_seconds
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
-from statecore.store.sql.engine import create_store_engine, dialect_name, is_sqlite_memory
+from statecore.store.sql.engine import (
+    READ_ONLY_OPTION,
+    create_store_engine,
+    dialect_name,
+    is_sqlite_memory,
+)
 from statecore.store.sql.flow import SqlFlowStore
 from statecore.store.sql.kv import SqlKVStore
 from statecore.store.sql.orchestration import SqlOrchestrationStore
@@ -77,9 +82,12 @@ class SqlStateStore(StateStore):
         self._counter = token_counter if token_counter is not None else TokenCounter()
         self._clock: Clock = clock if clock is not None else utc_now
         self._default_ttl = int(check_ttl_seconds(default_ttl_seconds, "default_ttl_seconds"))
-        # An in-memory SQLite database lives on one shared connection: transactions on it
-        # must take turns or they would interleave on that connection.
-        self._turns = asyncio.Lock() if is_sqlite_memory(engine.url) else None
+        # SQLite has one writer. Writers of this store queue here, in order, instead of
+        # polling the database lock (SQLite's busy handler sleeps up to 100 ms between
+        # tries, which is what a queued turn waited). An in-memory database lives on one
+        # shared connection, so there every transaction, reads included, takes its turn.
+        self._memory = is_sqlite_memory(engine.url)
+        self._turns = asyncio.Lock() if self.dialect == "sqlite" else None
         self._max_packet_bytes: int | None = None
         self._closed = False
 
@@ -118,13 +126,20 @@ class SqlStateStore(StateStore):
             await engine.dispose()
             raise
 
-    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
+    def transaction(
+        self, *, read_only: bool = False
+    ) -> AbstractAsyncContextManager[StoreTransaction]:
         """Open a transaction: ``async with store.transaction() as tx: ...``. It commits
-        when the block ends and rolls back when it raises."""
-        return self._transaction()
+        when the block ends and rolls back when it raises.
+
+        ``read_only``: the block only reads. On SQLite it then starts without the write lock
+        (a deferred ``BEGIN`` on a WAL snapshot), so it neither waits for writers nor holds
+        them up. A block that writes anyway still works, but may lose to a writer and be run
+        again by ``run_transaction``."""
+        return self._transaction(read_only)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[StoreTransaction]:
+    async def _transaction(self, read_only: bool = False) -> AsyncIterator[StoreTransaction]:
         if self._closed:
             raise StatecoreError("this store is closed; open a new one")
         if id(self) in _open_in_task.get():
@@ -134,9 +149,11 @@ class SqlStateStore(StateStore):
             )
         token = _open_in_task.set(_open_in_task.get() | {id(self)})
         try:
-            async with self._taking_turns():
+            async with self._taking_turns(read_only):
                 now = check_aware(self._clock(), "clock()")
                 async with self.engine.connect() as conn:
+                    if read_only:
+                        conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
                     try:
                         async with conn.begin():
                             max_packet = await self._max_packet(conn)
@@ -166,8 +183,10 @@ class SqlStateStore(StateStore):
             self._max_packet_bytes = int(found)
         return self._max_packet_bytes
 
-    def _taking_turns(self) -> AbstractAsyncContextManager[object]:
-        return self._turns if self._turns is not None else contextlib.nullcontext()
+    def _taking_turns(self, read_only: bool) -> AbstractAsyncContextManager[object]:
+        if self._turns is not None and (self._memory or not read_only):
+            return self._turns
+        return contextlib.nullcontext()
 
     async def close(self) -> None:
         """Release every pooled connection; the store cannot be used afterwards."""
