@@ -8,13 +8,10 @@ longer allows the UI's origin, the browser blocks the calls and the page shows c
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.error import URLError
 from urllib.parse import quote
 
 import pytest
@@ -23,41 +20,16 @@ from statecore.codec import EncryptionCodec, Keyring, generate_key
 from statecore.codec_server import CodecServer
 from statecore.devserver import DevServer, free_port, start_dev_server
 from statecore.protocol import workflow_id_for
+from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
 from tests.temporal.conftest import running_env
 
-async_api = pytest.importorskip(
-    "playwright.async_api", reason="playwright is not installed (pip install statecore[test])"
-)
 expect = async_api.expect
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 UI_TIMEOUT_MS = 30_000
 SECRET = "qv7-heliotrope-cipher-90210"
 
-pytestmark = [
-    pytest.mark.temporal,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}"),
-]
-
-
-def _ui_answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (URLError, OSError):
-        return False
+pytestmark = [pytest.mark.temporal, pytest.mark.slow, needs_chromium]
 
 
 @pytest.fixture
@@ -89,13 +61,7 @@ async def ui_server(
         log_path=str(tmp_path / "dev-server.log"),
     )
     try:
-        assert server.ui_url is not None
-        for _ in range(120):
-            if await asyncio.to_thread(_ui_answers, server.ui_url):
-                break
-            await asyncio.sleep(0.25)
-        else:
-            pytest.fail(f"the Web UI at {server.ui_url} never answered")
+        await wait_for_web_ui(server)
         yield server
     finally:
         server.stop()
@@ -118,40 +84,34 @@ async def test_the_web_ui_shows_payloads_decoded_by_the_codec_server(
         ciphertext_shown = base64.b64encode(sealed_input.data).decode()[:24]
         page_path = f"/namespaces/default/workflows/{quote(workflow_id, safe='')}/{run_id}/history"
 
-        async with async_api.async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        async with headless_chromium() as browser:
+            decode_calls: list[str] = []
+
+            async def open_session_page() -> async_api.Page:
+                context = await browser.new_context(base_url=ui_server.ui_url)
+                context.set_default_timeout(UI_TIMEOUT_MS)
+                page = await context.new_page()
+                page.on(
+                    "request",
+                    lambda r: decode_calls.append(r.url) if r.method == "POST" else None,
+                )
+                await page.goto(page_path)
+                return page
+
+            # The workflow input (the session's system prompt) shows decoded.
+            page = await open_session_page()
+            await expect(page.get_by_text(f"You guard {SECRET}.").first).to_be_visible(
+                timeout=UI_TIMEOUT_MS
             )
-            try:
-                decode_calls: list[str] = []
+            assert any(call.startswith(f"{codec_server.url}/decode") for call in decode_calls)
 
-                async def open_session_page() -> async_api.Page:
-                    context = await browser.new_context(base_url=ui_server.ui_url)
-                    context.set_default_timeout(UI_TIMEOUT_MS)
-                    page = await context.new_page()
-                    page.on(
-                        "request",
-                        lambda r: decode_calls.append(r.url) if r.method == "POST" else None,
-                    )
-                    await page.goto(page_path)
-                    return page
-
-                # The workflow input (the session's system prompt) shows decoded.
-                page = await open_session_page()
-                await expect(page.get_by_text(f"You guard {SECRET}.").first).to_be_visible(
-                    timeout=UI_TIMEOUT_MS
-                )
-                assert any(call.startswith(f"{codec_server.url}/decode") for call in decode_calls)
-
-                # From an origin the codec server does not allow, the browser refuses the
-                # responses: the UI reports it and shows the ciphertext instead.
-                codec_server.allowed_origins = frozenset({"https://ui.elsewhere.example"})
-                page = await open_session_page()
-                failed = page.locator("text=Codec Server could not connect >> visible=true")
-                await expect(failed.first).to_be_visible(timeout=UI_TIMEOUT_MS)
-                await expect(page.get_by_text(ciphertext_shown).first).to_be_visible(
-                    timeout=UI_TIMEOUT_MS
-                )
-                assert SECRET not in await page.content()
-            finally:
-                await browser.close()
+            # From an origin the codec server does not allow, the browser refuses the
+            # responses: the UI reports it and shows the ciphertext instead.
+            codec_server.allowed_origins = frozenset({"https://ui.elsewhere.example"})
+            page = await open_session_page()
+            failed = page.locator("text=Codec Server could not connect >> visible=true")
+            await expect(failed.first).to_be_visible(timeout=UI_TIMEOUT_MS)
+            await expect(page.get_by_text(ciphertext_shown).first).to_be_visible(
+                timeout=UI_TIMEOUT_MS
+            )
+            assert SECRET not in await page.content()

@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from urllib.error import URLError
 from urllib.parse import quote
 
 import pytest
@@ -25,28 +23,14 @@ import pytest
 from statecore.devserver import DevServer, free_port, start_dev_server
 from statecore.errors import SessionPausedError
 from statecore.protocol import workflow_id_for
+from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
 
-async_api = pytest.importorskip(
-    "playwright.async_api", reason="playwright is not installed (pip install statecore[test])"
-)
 Page = async_api.Page
 FrameLocator = async_api.FrameLocator
 expect = async_api.expect
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Headless and quiet: without the background-networking flags Chromium keeps dialling out.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 VIEWPORT = {"width": 1280, "height": 820}
 # The UI is a single-page app over a dev server that also runs our worker: be generous.
 UI_TIMEOUT_MS = 20_000
@@ -55,25 +39,9 @@ AGENT = "support-bot"
 ACTIVE = "customer-42"
 PAUSED = "customer-7"
 
-pytestmark = [
-    pytest.mark.temporal,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason=f"Chromium not found at {CHROMIUM}: apt-get install chromium "
-        "(scripts/test.sh installs it when run as root)",
-    ),
-]
+pytestmark = [pytest.mark.temporal, pytest.mark.slow, needs_chromium]
 
 Shot = Callable[[str], Awaitable[None]]
-
-
-def _ui_answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (URLError, OSError):
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +50,7 @@ async def ui_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[D
     logs = tmp_path_factory.mktemp("temporal-ui")
     server = await start_dev_server(ui_port=free_port(), log_path=str(logs / "dev-server.log"))
     try:
-        assert server.ui_url is not None
-        for _ in range(120):
-            if await asyncio.to_thread(_ui_answers, server.ui_url):
-                break
-            await asyncio.sleep(0.25)
-        else:
-            pytest.fail(f"the Web UI at {server.ui_url} never answered")
+        await wait_for_web_ui(server)
         yield server
     finally:
         server.stop()
@@ -106,22 +68,15 @@ async def ui_env(ui_server: DevServer) -> AsyncIterator[Env]:
 
 @pytest.fixture
 async def page(ui_server: DevServer) -> AsyncIterator[Page]:
-    async with async_api.async_playwright() as playwright:
-        # launch() gives every run a fresh, temporary profile (--user-data-dir).
-        browser = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+    async with headless_chromium() as browser:
+        context = await browser.new_context(viewport=VIEWPORT, base_url=ui_server.ui_url)
+        # The describe result is read back through the UI's own copy button.
+        await context.grant_permissions(
+            ["clipboard-read", "clipboard-write"], origin=ui_server.ui_url
         )
-        try:
-            context = await browser.new_context(viewport=VIEWPORT, base_url=ui_server.ui_url)
-            # The describe result is read back through the UI's own copy button.
-            await context.grant_permissions(
-                ["clipboard-read", "clipboard-write"], origin=ui_server.ui_url
-            )
-            context.set_default_timeout(UI_TIMEOUT_MS)
-            expect.set_options(timeout=UI_TIMEOUT_MS)
-            yield await context.new_page()
-        finally:
-            await browser.close()
+        context.set_default_timeout(UI_TIMEOUT_MS)
+        expect.set_options(timeout=UI_TIMEOUT_MS)
+        yield await context.new_page()
 
 
 @pytest.fixture
