@@ -27,14 +27,21 @@ from tests.dbs import fresh_database
 pytestmark = pytest.mark.temporal
 
 
-@pytest.fixture(scope="session")
-async def dev_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
-    logs = tmp_path_factory.mktemp("temporal")
-    server = await start_dev_server(log_path=str(logs / "dev-server.log"))
+@contextlib.asynccontextmanager
+async def logged_dev_server(logs: Path, **options: Any) -> AsyncIterator[DevServer]:
+    """``start_dev_server(**options)``, stopped when the block ends. Its log goes to
+    ``logs/dev-server.log``: the place to look when a test against it fails."""
+    server = await start_dev_server(log_path=str(logs / "dev-server.log"), **options)
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+async def dev_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
+    async with logged_dev_server(tmp_path_factory.mktemp("temporal")) as server:
+        yield server
 
 
 @pytest.fixture

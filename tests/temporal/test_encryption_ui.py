@@ -18,11 +18,11 @@ import pytest
 
 from statecore.codec import EncryptionCodec, Keyring, generate_key
 from statecore.codec_server import CodecServer
-from statecore.devserver import DevServer, free_port, start_dev_server
+from statecore.devserver import DevServer, free_port
 from statecore.protocol import workflow_id_for
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
-from tests.temporal.conftest import running_env
+from tests.temporal.conftest import logged_dev_server, running_env
 
 expect = async_api.expect
 
@@ -55,16 +55,10 @@ def codec_server(codec: EncryptionCodec, ui_port: int) -> AsyncIterator[CodecSer
 async def ui_server(
     codec_server: CodecServer, ui_port: int, tmp_path: Path
 ) -> AsyncIterator[DevServer]:
-    server = await start_dev_server(
-        ui_port=ui_port,
-        extra_args=["--ui-codec-endpoint", codec_server.url],
-        log_path=str(tmp_path / "dev-server.log"),
-    )
-    try:
+    codec_endpoint = ["--ui-codec-endpoint", codec_server.url]
+    async with logged_dev_server(tmp_path, ui_port=ui_port, extra_args=codec_endpoint) as server:
         await wait_for_web_ui(server)
         yield server
-    finally:
-        server.stop()
 
 
 async def test_the_web_ui_shows_payloads_decoded_by_the_codec_server(

@@ -21,9 +21,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.devserver import DevServer, find_temporal_binary, start_dev_server
+from statecore.devserver import DevServer, find_temporal_binary
 from tests.dbs import fresh_database
-from tests.temporal.conftest import Env, running_env
+from tests.temporal.conftest import Env, logged_dev_server, running_env
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
 MARKER = re.compile(r"\s+#\s*(refused|shows):\s*(.+)$")
@@ -80,12 +80,8 @@ def guide_examples(text: str) -> list[Example]:
 
 @pytest.fixture(scope="module")
 async def guide_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
-    logs = tmp_path_factory.mktemp("temporal-guide")
-    server = await start_dev_server(log_path=str(logs / "dev-server.log"))
-    try:
+    async with logged_dev_server(tmp_path_factory.mktemp("temporal-guide")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

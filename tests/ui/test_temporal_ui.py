@@ -20,12 +20,12 @@ from urllib.parse import quote
 
 import pytest
 
-from statecore.devserver import DevServer, free_port, start_dev_server
+from statecore.devserver import DevServer, free_port
 from statecore.errors import SessionPausedError
 from statecore.protocol import workflow_id_for
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
-from tests.temporal.conftest import Env, running_env
+from tests.temporal.conftest import Env, logged_dev_server, running_env
 
 Page = async_api.Page
 FrameLocator = async_api.FrameLocator
@@ -48,12 +48,9 @@ Shot = Callable[[str], Awaitable[None]]
 async def ui_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
     """A dev server of its own, with the Web UI (the shared one in tests/temporal is headless)."""
     logs = tmp_path_factory.mktemp("temporal-ui")
-    server = await start_dev_server(ui_port=free_port(), log_path=str(logs / "dev-server.log"))
-    try:
+    async with logged_dev_server(logs, ui_port=free_port()) as server:
         await wait_for_web_ui(server)
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
