@@ -6,14 +6,12 @@ not in tests that a busy machine would make flaky.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.quick_bench import run_quick_bench
+
 SCENARIOS = ("floor_activity", "floor_local_activity", "agent_sqlite", "agent_postgresql")
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
@@ -28,18 +26,8 @@ def _latency_ok(stats: dict, turns: int) -> None:
 
 
 def test_turn_bench_quick(tmp_path: Path) -> None:
-    out = tmp_path / "turns.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "turns.py"), "--quick", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "history.transferProcessorMaxPollRPS = 20" in proc.stdout
-    result = json.loads(out.read_text())
-    assert out.with_suffix(".png").stat().st_size > 10_000
+    result, stdout = run_quick_bench("turns", tmp_path)
+    assert "history.transferProcessorMaxPollRPS = 20" in stdout
 
     assert result["mode"] == "quick"
     machine = result["machine"]

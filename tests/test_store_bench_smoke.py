@@ -8,14 +8,11 @@ reads the whole message table.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.quick_bench import run_quick_bench
 
 pytestmark = [pytest.mark.slow]
 
@@ -40,17 +37,7 @@ def _phase_ok(block: dict, ops: int, target: float) -> None:
 
 
 def test_store_bench_quick(tmp_path: Path) -> None:
-    out = tmp_path / "store.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "store.py"), "--quick", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    result = json.loads(out.read_text())
-    assert out.with_suffix(".png").stat().st_size > 10_000
+    result, _ = run_quick_bench("store", tmp_path)
 
     assert result["benchmark"] == "store" and result["mode"] == "quick"
     assert result["machine"]["cpu_count"] >= 1 and result["machine"]["date"].startswith("20")
