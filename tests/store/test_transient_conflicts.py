@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -20,9 +21,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from statecore.errors import InvalidLimitError, RevisionConflictError
-from statecore.models import KVScope, SessionRef
+from statecore.models import KVEntry, KVScope, SessionRef
 from statecore.store import MemoryStateStore, StateStore, StoreTransaction, run_transaction
 from statecore.store.migrate import upgrade_database
+from statecore.store.retry import DEFAULT_ATTEMPTS
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 from tests.store.helpers import user
@@ -109,6 +111,50 @@ async def _assert_each_writer_landed_once(store: StateStore, ref: SessionRef, wr
     ]
     assert orchestration is not None
     assert orchestration.cumulative_token_usage.prompt_tokens == writers
+
+
+@dataclass
+class _Crossing:
+    #: Per writer: None, or what its run_transaction raised.
+    outcomes: list[Any]
+    #: Per writer: how many times its work ran.
+    runs: list[int]
+    x: KVEntry | None
+    y: KVEntry | None
+
+
+async def _writers_crossing_on_x_and_y(
+    stores: list[SqlStateStore], scope: KVScope, *, attempts: int = DEFAULT_ATTEMPTS
+) -> _Crossing:
+    """A deadlock made on purpose: writer 0 puts x then y, writer 1 puts y then x (each with
+    ``run_transaction`` on its own store), and neither takes its second key before both hold
+    their first. Each writes its number; x and y start at -1."""
+    both_hold_one = asyncio.Barrier(2)
+    runs = [0, 0]
+
+    def crossing(number: int, first: str, second: str):
+        async def work(tx: StoreTransaction) -> None:
+            runs[number] += 1
+            await tx.kv.put(scope, "b", first, number)
+            # A victim run again must not wait: its rival passed the barrier and will not return.
+            if runs[number] == 1:
+                await both_hold_one.wait()
+            await tx.kv.put(scope, "b", second, number)
+
+        return work
+
+    async with stores[0].transaction() as tx:
+        await tx.kv.put(scope, "b", "x", -1)
+        await tx.kv.put(scope, "b", "y", -1)
+    outcomes = await asyncio.gather(
+        run_transaction(stores[0], crossing(0, "x", "y"), attempts=attempts),
+        run_transaction(stores[1], crossing(1, "y", "x"), attempts=attempts),
+        return_exceptions=True,
+    )
+    async with stores[0].transaction() as tx:
+        x = await tx.kv.get(scope, "b", "x")
+        y = await tx.kv.get(scope, "b", "y")
+    return _Crossing(outcomes=outcomes, runs=runs, x=x, y=y)
 
 
 @pytest.mark.parametrize("migrated_url", SERVERS, indirect=True)
@@ -211,38 +257,17 @@ async def test_racing_creators_of_a_new_session_each_land_once(migrated_url: str
 @pytest.mark.parametrize("migrated_url", SERVERS, indirect=True)
 async def test_a_deadlock_victim_runs_again_and_both_writes_land(migrated_url: str) -> None:
     stores = await _stores(migrated_url, 2)
-    scope = KVScope(namespace="victim")
-    both_hold_one = asyncio.Barrier(2)
-    runs = [0, 0]
-
-    def crossing(number: int, first: str, second: str):
-        async def work(tx: StoreTransaction) -> None:
-            runs[number] += 1
-            await tx.kv.put(scope, "b", first, number)
-            if runs[number] == 1:
-                await both_hold_one.wait()
-            await tx.kv.put(scope, "b", second, number)
-
-        return work
-
     try:
-        async with stores[0].transaction() as tx:
-            await tx.kv.put(scope, "b", "x", -1)
-            await tx.kv.put(scope, "b", "y", -1)
-        await asyncio.gather(
-            run_transaction(stores[0], crossing(0, "x", "y")),
-            run_transaction(stores[1], crossing(1, "y", "x")),
-        )
-        async with stores[0].transaction() as tx:
-            x = await tx.kv.get(scope, "b", "x")
-            y = await tx.kv.get(scope, "b", "y")
+        crossed = await _writers_crossing_on_x_and_y(stores, KVScope(namespace="victim"))
     finally:
         await _close(stores)
+    assert crossed.outcomes == [None, None]
     # The database rolled one back; it ran again after the other committed.
-    assert sorted(runs) == [1, 2]
+    assert sorted(crossed.runs) == [1, 2]
+    x, y = crossed.x, crossed.y
     assert x is not None and y is not None
     assert (x.revision, y.revision) == (3, 3)
-    loser = runs.index(2)
+    loser = crossed.runs.index(2)
     assert x.value == y.value == loser
 
 
@@ -251,36 +276,17 @@ async def test_the_last_conflict_is_raised_when_the_attempts_are_used_up(
     migrated_url: str,
 ) -> None:
     stores = await _stores(migrated_url, 2)
-    scope = KVScope(namespace="once")
-    both_hold_one = asyncio.Barrier(2)
-
-    def crossing(number: int, first: str, second: str):
-        async def work(tx: StoreTransaction) -> None:
-            await tx.kv.put(scope, "b", first, number)
-            await both_hold_one.wait()
-            await tx.kv.put(scope, "b", second, number)
-
-        return work
-
     try:
-        async with stores[0].transaction() as tx:
-            await tx.kv.put(scope, "b", "x", -1)
-            await tx.kv.put(scope, "b", "y", -1)
-        outcomes = await asyncio.gather(
-            run_transaction(stores[0], crossing(0, "x", "y"), attempts=1),
-            run_transaction(stores[1], crossing(1, "y", "x"), attempts=1),
-            return_exceptions=True,
-        )
-        async with stores[0].transaction() as tx:
-            x = await tx.kv.get(scope, "b", "x")
-            y = await tx.kv.get(scope, "b", "y")
+        crossed = await _writers_crossing_on_x_and_y(stores, KVScope(namespace="once"), attempts=1)
     finally:
         await _close(stores)
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert crossed.runs == [1, 1]
+    errors = [o for o in crossed.outcomes if isinstance(o, BaseException)]
     assert len(errors) == 1 and isinstance(errors[0], DBAPIError)
     assert stores[0].is_transient_error(errors[0])
-    winner = outcomes.index(None)
+    winner = crossed.outcomes.index(None)
     # Only the winner's writes are stored: the victim's first put was rolled back with it.
+    x, y = crossed.x, crossed.y
     assert x is not None and y is not None
     assert (x.value, x.revision, y.value, y.revision) == (winner, 2, winner, 2)
 
