@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -20,18 +21,23 @@ from statecore.errors import (
     ContentTooLargeError,
     InvalidInputError,
     InvalidLimitError,
+    NotFoundError,
     StatecoreError,
     StateTooLargeError,
+    VersionConflictError,
 )
 from statecore.models import (
     MAX_KV_VALUE_BYTES,
     MAX_PAGE_SIZE,
+    MAX_RECENT_TOOLS,
     MAX_STATE_BYTES,
     KVScope,
     Message,
+    OrchestrationUpdate,
     SessionRef,
     reject_nul,
     validate_identifier,
+    validate_key,
     validate_text,
 )
 
@@ -43,6 +49,8 @@ MAX_TTL_SECONDS = 2**31 - 1
 MAX_TURN_MESSAGES = 10_000
 #: Upper bound for counters supplied by callers (token usage, sequence indexes, seqs).
 MAX_COUNTER = 2**53
+#: Largest token count one add_token_usage call may report.
+MAX_TOKENS_PER_CALL = 10**12
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -207,3 +215,129 @@ def encode_kv_value(value: Any) -> tuple[str, bytes | str]:
 
 def decode_json(text: str) -> Any:
     return json.loads(text)
+
+
+# --- whole argument lists, checked the same way by every backend ---------------------------
+
+
+def check_kv_key(scope: Any, bucket: Any, key: Any) -> None:
+    """The address of one KV entry: a scope, a bucket name and a key."""
+    check_scope(scope)
+    validate_identifier(bucket, "bucket")
+    validate_key(key)
+
+
+@dataclass(frozen=True)
+class KVPut:
+    """A KV put's arguments once checked: the value encoded as it is stored."""
+
+    kind: str
+    payload: bytes | str
+    expected_revision: int | None
+    ttl_seconds: float | None
+
+
+def checked_kv_put(
+    scope: Any, bucket: Any, key: Any, value: Any, expected_revision: Any, ttl_seconds: Any
+) -> KVPut:
+    check_kv_key(scope, bucket, key)
+    kind, payload = encode_kv_value(value)
+    if expected_revision is not None:
+        check_int(expected_revision, "expected_revision")
+    if ttl_seconds is not None:
+        ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
+    return KVPut(kind, payload, expected_revision, ttl_seconds)
+
+
+def check_message_range(ref: Any, from_seq: Any, to_seq: Any, limit: Any) -> None:
+    """Arguments of ``conversation.messages``."""
+    check_ref(ref)
+    if from_seq is not None:
+        check_int(from_seq, "from_seq")
+    if to_seq is not None:
+        check_int(to_seq, "to_seq")
+    if limit is not None:
+        check_page_limit(limit)
+
+
+def check_session_listing(namespace: Any, agent_id: Any, limit: Any, after: Any) -> None:
+    """Arguments of ``sessions.list``: ``after`` must be a session of the listed namespace."""
+    validate_identifier(namespace, "namespace")
+    if agent_id is not None:
+        validate_identifier(agent_id, "agent_id")
+    check_page_limit(limit)
+    if after is not None:
+        check_ref(after)
+        if after.namespace != namespace:
+            raise InvalidInputError("after must be a session of the listed namespace")
+
+
+def recent_tools(tools: list[str]) -> tuple[str, ...]:
+    """Distinct tools, most recent last, at most MAX_RECENT_TOOLS (the oldest are dropped)."""
+    ordered: list[str] = []
+    for tool in tools:
+        validate_identifier(tool, "tool")
+        if tool in ordered:
+            ordered.remove(tool)
+        ordered.append(tool)
+    return tuple(ordered[-MAX_RECENT_TOOLS:])
+
+
+def checked_orchestration_update(update: Any) -> tuple[dict[str, Any], int | None]:
+    """The columns an OrchestrationUpdate changes, checked, and its new TTL (None: keep)."""
+    update = revalidate(OrchestrationUpdate, update, "orchestration update")
+    changes: dict[str, Any] = {}
+    if update.active_step is not None:
+        changes["active_step"] = validate_identifier(update.active_step, "active_step")
+    if update.recently_used_tools is not None:
+        changes["recently_used_tools"] = recent_tools(update.recently_used_tools)
+    if update.sequence_index is not None:
+        changes["sequence_index"] = check_int(update.sequence_index, "sequence_index")
+    if update.cumulative_token_usage is not None:
+        usage = update.cumulative_token_usage
+        changes["prompt_tokens"] = check_int(usage.prompt_tokens, "prompt_tokens")
+        changes["completion_tokens"] = check_int(usage.completion_tokens, "completion_tokens")
+    ttl = None
+    if update.ttl_seconds is not None:
+        ttl = int(check_ttl_seconds(update.ttl_seconds))
+    return changes, ttl
+
+
+def check_state_version(
+    current: Any, expected_version: int | None, task_id: str, agent_id: str
+) -> None:
+    """Refuse an update of a scoped state that does not exist (``current`` is None) or is
+    not at ``expected_version`` (None: any version); ``current`` has a ``version``."""
+    if current is None:
+        raise NotFoundError(
+            f"task {task_id} / agent {agent_id} has no state; create it first",
+            task_id=task_id,
+            agent_id=agent_id,
+        )
+    if expected_version is not None and expected_version != current.version:
+        raise VersionConflictError(
+            f"state of task {task_id} / agent {agent_id} is at version {current.version}, "
+            f"not {expected_version}; read it again and reapply the change",
+            current=current.version,
+            expected=expected_version,
+        )
+
+
+def checked_append(ref: Any, turn_id: Any, messages: Any, start_index: Any) -> list[Message]:
+    """Arguments of ``conversation.append``: its messages, checked. A turn holds at most
+    MAX_TURN_MESSAGES messages, counted from ``start_index``."""
+    check_ref(ref)
+    validate_identifier(turn_id, "turn_id")
+    check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
+    checked = check_messages(messages)
+    if start_index + len(checked) > MAX_TURN_MESSAGES:
+        raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+    return checked
+
+
+def checked_flow_save(ref: Any, flow_id: Any, step: Any, data: Any) -> str:
+    """Arguments of ``flow.save``: the checkpoint's data as the JSON document stored."""
+    check_ref(ref)
+    validate_identifier(flow_id, "flow_id")
+    validate_identifier(step, "step")
+    return encode_state(data, "flow data")

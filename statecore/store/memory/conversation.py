@@ -17,14 +17,14 @@ from statecore.models import (
 from statecore.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
-    MAX_TURN_MESSAGES,
     check_aware,
     check_int,
     check_message,
-    check_messages,
+    check_message_range,
     check_page_limit,
     check_ref,
     check_token_budget,
+    checked_append,
     revalidate,
 )
 from statecore.store.memory.store import TxContext
@@ -43,12 +43,7 @@ class MemoryConversationStore(ConversationStore):
     async def append(
         self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        validate_identifier(turn_id, "turn_id")
-        check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
-        checked = check_messages(messages)
-        if start_index + len(checked) > MAX_TURN_MESSAGES:
-            raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+        checked = checked_append(ref, turn_id, messages, start_index)
         part = self._ctx.session_for_write(ref)
         info = part.info
         stored: list[StoredMessage] = []
@@ -98,13 +93,7 @@ class MemoryConversationStore(ConversationStore):
         to_seq: int | None = None,
         limit: int | None = None,
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        if from_seq is not None:
-            check_int(from_seq, "from_seq")
-        if to_seq is not None:
-            check_int(to_seq, "to_seq")
-        if limit is not None:
-            check_page_limit(limit)
+        check_message_range(ref, from_seq, to_seq, limit)
         log = self._ctx.session(ref).messages
         start = 0 if from_seq is None else bisect.bisect_left(log, from_seq, key=lambda m: m.seq)
         stop = len(log) if to_seq is None else bisect.bisect_right(log, to_seq, key=lambda m: m.seq)

@@ -12,6 +12,7 @@ from statecore.store.inputs import (
     check_aware,
     check_int,
     check_ref,
+    checked_flow_save,
     decode_json,
     encode_state,
     revalidate,
@@ -32,10 +33,7 @@ class MemoryFlowStore(FlowStore):
     async def save(
         self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
     ) -> FlowCheckpoint:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
-        validate_identifier(step, "step")
-        document = encode_state(data, "flow data")
+        document = checked_flow_save(ref, flow_id, step, data)
         part = self._ctx.session_for_write(ref)
         history = part.flows.setdefault(flow_id, [])
         checkpoint = FlowCheckpoint(

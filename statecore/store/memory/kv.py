@@ -19,9 +19,10 @@ from statecore.store.base import KVStore
 from statecore.store.inputs import (
     check_aware,
     check_int,
+    check_kv_key,
     check_page_limit,
     check_scope,
-    check_ttl_seconds,
+    checked_kv_put,
     decode_json,
     encode_kv_value,
     revalidate,
@@ -80,14 +81,8 @@ class MemoryKVStore(KVStore):
         expected_revision: int | None = None,
         ttl_seconds: float | None = None,
     ) -> int:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
-        kind, payload = encode_kv_value(value)
-        if expected_revision is not None:
-            check_int(expected_revision, "expected_revision")
-        if ttl_seconds is not None:
-            ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
+        put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
+        kind, payload, ttl_seconds = put.kind, put.payload, put.ttl_seconds
         now = self._ctx.now
         current = self._live(scope).get((bucket, key))
         current_revision = current.revision if current else 0
@@ -110,18 +105,14 @@ class MemoryKVStore(KVStore):
         return current_revision + 1
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
+        check_kv_key(scope, bucket, key)
         row = self._live(scope).get((bucket, key))
         return None if row is None else _entry(bucket, key, row)
 
     async def delete(
         self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
     ) -> bool:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
+        check_kv_key(scope, bucket, key)
         if expected_revision is not None:
             check_int(expected_revision, "expected_revision")
         current = self._live(scope).get((bucket, key))

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from statecore.models import (
-    MAX_RECENT_TOOLS,
     OrchestrationState,
     OrchestrationUpdate,
     SessionRef,
@@ -17,27 +16,15 @@ from statecore.models import (
 )
 from statecore.store.base import OrchestrationStore
 from statecore.store.inputs import (
+    MAX_TOKENS_PER_CALL,
     check_int,
     check_ref,
-    check_ttl_seconds,
+    checked_orchestration_update,
+    recent_tools,
     revalidate,
 )
 from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import OrchestrationRow, SessionPartition
-
-#: Largest token count one add_token_usage call may report.
-MAX_TOKENS_PER_CALL = 10**12
-
-
-def recent_tools(tools: list[str]) -> tuple[str, ...]:
-    """Distinct tools, most recent last, at most MAX_RECENT_TOOLS (the oldest are dropped)."""
-    ordered: list[str] = []
-    for tool in tools:
-        validate_identifier(tool, "tool")
-        if tool in ordered:
-            ordered.remove(tool)
-        ordered.append(tool)
-    return tuple(ordered[-MAX_RECENT_TOOLS:])
 
 
 def _out(part: SessionPartition, row: OrchestrationRow) -> OrchestrationState:
@@ -85,21 +72,7 @@ class MemoryOrchestrationStore(OrchestrationStore):
 
     async def update(self, ref: SessionRef, update: OrchestrationUpdate) -> OrchestrationState:
         check_ref(ref)
-        update = revalidate(OrchestrationUpdate, update, "orchestration update")
-        changes: dict[str, object] = {}
-        if update.active_step is not None:
-            changes["active_step"] = validate_identifier(update.active_step, "active_step")
-        if update.recently_used_tools is not None:
-            changes["recently_used_tools"] = recent_tools(update.recently_used_tools)
-        if update.sequence_index is not None:
-            changes["sequence_index"] = check_int(update.sequence_index, "sequence_index")
-        if update.cumulative_token_usage is not None:
-            usage = update.cumulative_token_usage
-            changes["prompt_tokens"] = check_int(usage.prompt_tokens, "prompt_tokens")
-            changes["completion_tokens"] = check_int(usage.completion_tokens, "completion_tokens")
-        ttl = None
-        if update.ttl_seconds is not None:
-            ttl = int(check_ttl_seconds(update.ttl_seconds))
+        changes, ttl = checked_orchestration_update(update)
         return self._write(ref, replace(self._current(ref), **changes), ttl)  # type: ignore[arg-type]
 
     async def set_active_step(self, ref: SessionRef, step: str | None) -> OrchestrationState:

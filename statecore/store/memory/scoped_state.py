@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from statecore.errors import AlreadyExistsError, NotFoundError, VersionConflictError
+from statecore.errors import AlreadyExistsError
 from statecore.models import ScopedState, validate_identifier
 from statecore.store.base import ScopedStateStore
-from statecore.store.inputs import check_aware, check_int, decode_json, encode_state, revalidate
+from statecore.store.inputs import (
+    check_aware,
+    check_int,
+    check_state_version,
+    decode_json,
+    encode_state,
+    revalidate,
+)
 from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import StateKey, StateRow
 
@@ -72,19 +79,7 @@ class MemoryScopedStateStore(ScopedStateStore):
             check_int(expected_version, "expected_version", minimum=1)
         ws = self._ctx.ws
         current = ws.states.get(key)
-        if current is None:
-            raise NotFoundError(
-                f"task {task_id} / agent {agent_id} has no state; create it first",
-                task_id=task_id,
-                agent_id=agent_id,
-            )
-        if expected_version is not None and expected_version != current.version:
-            raise VersionConflictError(
-                f"state of task {task_id} / agent {agent_id} is at version {current.version}, "
-                f"not {expected_version}; read it again and reapply the change",
-                current=current.version,
-                expected=expected_version,
-            )
+        check_state_version(current, expected_version, task_id, agent_id)
         row = StateRow(
             document=document,
             version=current.version + 1,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from statecore.errors import InvalidInputError
 from statecore.models import SessionInfo, SessionRef, validate_identifier
 from statecore.store.base import SessionStore
-from statecore.store.inputs import check_aware, check_page_limit, check_ref, check_ttl_seconds
+from statecore.store.inputs import (
+    check_aware,
+    check_page_limit,
+    check_ref,
+    check_session_listing,
+    check_ttl_seconds,
+)
 from statecore.store.memory.store import TxContext, session_key
 from statecore.store.memory.tables import SessionPartition
 
@@ -59,14 +64,7 @@ class MemorySessionStore(SessionStore):
         limit: int = 100,
         after: SessionRef | None = None,
     ) -> list[SessionRef]:
-        validate_identifier(namespace, "namespace")
-        if agent_id is not None:
-            validate_identifier(agent_id, "agent_id")
-        check_page_limit(limit)
-        if after is not None:
-            check_ref(after)
-            if after.namespace != namespace:
-                raise InvalidInputError("after must be a session of the listed namespace")
+        check_session_listing(namespace, agent_id, limit, after)
         refs = sorted(
             (
                 part.info.ref

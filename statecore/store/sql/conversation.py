@@ -7,17 +7,17 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, insert, select
 
-from statecore.errors import AlreadyExistsError, InvalidLimitError
+from statecore.errors import AlreadyExistsError
 from statecore.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
 from statecore.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
-    MAX_TURN_MESSAGES,
     check_int,
-    check_messages,
+    check_message_range,
     check_page_limit,
     check_ref,
     check_token_budget,
+    checked_append,
 )
 from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.conversation_extras import ConversationExtras, checked_restore_extras
@@ -35,12 +35,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
     async def append(
         self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        validate_identifier(turn_id, "turn_id")
-        check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
-        checked = check_messages(messages)
-        if start_index + len(checked) > MAX_TURN_MESSAGES:
-            raise InvalidLimitError(f"a turn may carry at most {MAX_TURN_MESSAGES} messages")
+        checked = checked_append(ref, turn_id, messages, start_index)
         ctx = self._ctx
         # The session row lock serialises appends, so seq and the running totals are read
         # and advanced here without scanning the log.
@@ -108,13 +103,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         to_seq: int | None = None,
         limit: int | None = None,
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        if from_seq is not None:
-            check_int(from_seq, "from_seq")
-        if to_seq is not None:
-            check_int(to_seq, "to_seq")
-        if limit is not None:
-            check_page_limit(limit)
+        check_message_range(ref, from_seq, to_seq, limit)
         session = await self._ctx.session_row(ref)
         statement = select(message_table).where(message_table.c.session_pk == session.id)
         if from_seq is not None:

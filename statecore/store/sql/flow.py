@@ -14,6 +14,7 @@ from statecore.store.inputs import (
     check_aware,
     check_int,
     check_ref,
+    checked_flow_save,
     decode_json,
     encode_state,
     revalidate,
@@ -42,10 +43,7 @@ class SqlFlowStore(FlowStore):
     async def save(
         self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
     ) -> FlowCheckpoint:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
-        validate_identifier(step, "step")
-        document = encode_state(data, "flow data")
+        document = checked_flow_save(ref, flow_id, step, data)
         self._ctx.check_fits_statement(document, "flow data")
         # The session lock orders checkpoints with appends: conversation_seq is exact and
         # two saves of one flow cannot pick the same version.

@@ -39,9 +39,10 @@ from statecore.store.base import KVStore
 from statecore.store.inputs import (
     check_aware,
     check_int,
+    check_kv_key,
     check_page_limit,
     check_scope,
-    check_ttl_seconds,
+    checked_kv_put,
     decode_json,
     encode_kv_value,
     revalidate,
@@ -193,14 +194,8 @@ class SqlKVStore(KVStore):
         expected_revision: int | None = None,
         ttl_seconds: float | None = None,
     ) -> int:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
-        kind, encoded = encode_kv_value(value)
-        if expected_revision is not None:
-            check_int(expected_revision, "expected_revision")
-        if ttl_seconds is not None:
-            ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
+        put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
+        kind, encoded, ttl_seconds = put.kind, put.payload, put.ttl_seconds
         await self._lock_owner(scope)
         now = self._ctx.now
         columns = {
@@ -281,9 +276,7 @@ class SqlKVStore(KVStore):
         return int(revision)
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
+        check_kv_key(scope, bucket, key)
         row = (
             await self._ctx.conn.execute(
                 select(kv_entries).where(self._the_key(scope, bucket, key), self._live())
@@ -294,9 +287,7 @@ class SqlKVStore(KVStore):
     async def delete(
         self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
     ) -> bool:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_key(key)
+        check_kv_key(scope, bucket, key)
         statement = delete(kv_entries).where(self._the_key(scope, bucket, key), self._live())
         if expected_revision is not None:
             check_int(expected_revision, "expected_revision")

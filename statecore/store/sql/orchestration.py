@@ -20,8 +20,14 @@ from statecore.models import (
     validate_identifier,
 )
 from statecore.store.base import OrchestrationStore
-from statecore.store.inputs import check_int, check_ref, check_ttl_seconds, revalidate
-from statecore.store.memory.orchestration import MAX_TOKENS_PER_CALL, recent_tools
+from statecore.store.inputs import (
+    MAX_TOKENS_PER_CALL,
+    check_int,
+    check_ref,
+    checked_orchestration_update,
+    recent_tools,
+    revalidate,
+)
 from statecore.store.sql.context import SessionRow, SqlContext, expiry
 from statecore.store.sql.schema import orchestration_states
 
@@ -127,21 +133,7 @@ class SqlOrchestrationStore(OrchestrationStore):
 
     async def update(self, ref: SessionRef, update: OrchestrationUpdate) -> OrchestrationState:
         check_ref(ref)
-        update = revalidate(OrchestrationUpdate, update, "orchestration update")
-        changes: dict[str, Any] = {}
-        if update.active_step is not None:
-            changes["active_step"] = validate_identifier(update.active_step, "active_step")
-        if update.recently_used_tools is not None:
-            changes["recently_used_tools"] = recent_tools(update.recently_used_tools)
-        if update.sequence_index is not None:
-            changes["sequence_index"] = check_int(update.sequence_index, "sequence_index")
-        if update.cumulative_token_usage is not None:
-            usage = update.cumulative_token_usage
-            changes["prompt_tokens"] = check_int(usage.prompt_tokens, "prompt_tokens")
-            changes["completion_tokens"] = check_int(usage.completion_tokens, "completion_tokens")
-        ttl = None
-        if update.ttl_seconds is not None:
-            ttl = int(check_ttl_seconds(update.ttl_seconds))
+        changes, ttl = checked_orchestration_update(update)
         session, row = await self._locked(ref)
         return await self._write(session, row, {**_fields(row), **changes}, ttl)
 

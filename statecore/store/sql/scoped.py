@@ -11,10 +11,17 @@ from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, tuple_, update
 
-from statecore.errors import AlreadyExistsError, NotFoundError, VersionConflictError
+from statecore.errors import AlreadyExistsError
 from statecore.models import ScopedState, validate_identifier
 from statecore.store.base import ScopedStateStore
-from statecore.store.inputs import check_aware, check_int, decode_json, encode_state, revalidate
+from statecore.store.inputs import (
+    check_aware,
+    check_int,
+    check_state_version,
+    decode_json,
+    encode_state,
+    revalidate,
+)
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import scoped_states
 
@@ -111,19 +118,7 @@ class SqlScopedStateStore(ScopedStateStore):
                 .with_for_update()
             )
         ).first()
-        if current is None:
-            raise NotFoundError(
-                f"task {task_id} / agent {agent_id} has no state; create it first",
-                task_id=task_id,
-                agent_id=agent_id,
-            )
-        if expected_version is not None and expected_version != current.version:
-            raise VersionConflictError(
-                f"state of task {task_id} / agent {agent_id} is at version {current.version}, "
-                f"not {expected_version}; read it again and reapply the change",
-                current=current.version,
-                expected=expected_version,
-            )
+        check_state_version(current, expected_version, task_id, agent_id)
         values = {
             "document": document,
             "version": current.version + 1,

@@ -6,10 +6,15 @@ from datetime import datetime
 
 from sqlalchemy import and_, delete, or_, select, union
 
-from statecore.errors import InvalidInputError
 from statecore.models import SessionInfo, SessionRef, validate_identifier
 from statecore.store.base import SessionStore
-from statecore.store.inputs import check_aware, check_page_limit, check_ref, check_ttl_seconds
+from statecore.store.inputs import (
+    check_aware,
+    check_page_limit,
+    check_ref,
+    check_session_listing,
+    check_ttl_seconds,
+)
 from statecore.store.sql.context import SqlContext, expiry, session_info
 from statecore.store.sql.schema import (
     flow_checkpoints,
@@ -87,18 +92,12 @@ class SqlSessionStore(SessionStore):
         limit: int = 100,
         after: SessionRef | None = None,
     ) -> list[SessionRef]:
-        validate_identifier(namespace, "namespace")
-        if agent_id is not None:
-            validate_identifier(agent_id, "agent_id")
-        check_page_limit(limit)
+        check_session_listing(namespace, agent_id, limit, after)
         c = sessions.c
         statement = select(c.agent_id, c.session_id).where(c.namespace == namespace)
         if agent_id is not None:
             statement = statement.where(c.agent_id == agent_id)
         if after is not None:
-            check_ref(after)
-            if after.namespace != namespace:
-                raise InvalidInputError("after must be a session of the listed namespace")
             statement = statement.where(
                 or_(
                     c.agent_id > after.agent_id,
