@@ -60,7 +60,9 @@ async def run_transaction(
     attempt = 1
     while True:
         try:
-            async with store.transaction(read_only=read_only) as tx:
+            # A store written before read-only transactions existed takes no argument.
+            opened = store.transaction(read_only=True) if read_only else store.transaction()
+            async with opened as tx:
                 return await work(tx)
         except Exception as error:
             if attempt >= attempts or not store.is_transient_error(error):

@@ -420,3 +420,21 @@ async def test_attempts_outside_1_to_100_are_refused_before_anything_runs(
     with pytest.raises(InvalidLimitError):
         await run_transaction(store, work, attempts=attempts)
     assert not ran
+
+
+async def test_a_store_without_read_only_transactions_still_runs_writes() -> None:
+    """Stores written against the contract before ``transaction(read_only=...)`` existed
+    take no argument; run_transaction passes one only when asked for a read-only run."""
+
+    class OlderStore(MemoryStateStore):
+        def transaction(self):  # type: ignore[override]
+            return super().transaction()
+
+    store = OlderStore()
+    ref = SessionRef(namespace="older", agent_id="agent", session_id="s")
+
+    async def write(tx: StoreTransaction) -> int:
+        await tx.sessions.ensure(ref)
+        return await tx.kv.put(ref.kv_scope, "b", "k", 1)
+
+    assert await run_transaction(store, write) == 1
