@@ -69,6 +69,13 @@ def check_int(value: Any, what: str, *, minimum: int = 0, maximum: int = MAX_COU
     return value
 
 
+def check_flag(value: Any, what: str) -> bool:
+    """A bool, else InvalidInputError (a truthy string must not switch behaviour)."""
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be true or false, got {type(value).__name__}")
+    return value
+
+
 def check_page_limit(limit: Any, what: str = "limit") -> int:
     """A page size: 1..MAX_PAGE_SIZE."""
     return check_int(limit, what, minimum=1, maximum=MAX_PAGE_SIZE)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from statecore.store.base import StateStore, StoreTransaction
-from statecore.store.inputs import check_int
+from statecore.store.inputs import check_flag, check_int
 
 T = TypeVar("T")
 
@@ -57,6 +57,7 @@ async def run_transaction(
     raised when the attempts are used up. Do not call it inside an open transaction of the
     same store."""
     check_int(attempts, "attempts", minimum=1, maximum=MAX_ATTEMPTS)
+    check_flag(read_only, "read_only")
     attempt = 1
     while True:
         try:

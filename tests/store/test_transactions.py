@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from statecore.errors import RevisionConflictError, StatecoreError
+from statecore.errors import InvalidInputError, RevisionConflictError, StatecoreError
 from statecore.models import KVScope, OrchestrationUpdate, SessionRef
-from statecore.store import StateStore
+from statecore.store import StateStore, run_transaction
 from tests.store.conftest import FakeClock
 from tests.store.helpers import assistant, ensure, snapshot, user
 
@@ -169,3 +169,17 @@ async def test_compare_and_set_never_loses_an_update(store: StateStore, ref: Ses
     assert entry is not None
     # Every successful increment is counted exactly once.
     assert entry.value == sum(outcomes) and entry.revision == sum(outcomes) + 1
+
+
+@pytest.mark.parametrize("flag", ["yes", 1, None])
+async def test_read_only_must_be_a_bool(store: StateStore, ref: SessionRef, flag: object) -> None:
+    """A truthy string must not silently open a transaction that skips the write lock."""
+    await ensure(store, ref)
+    before = await snapshot(store, ref.namespace, [ref])
+    with pytest.raises(InvalidInputError, match="read_only"):
+        store.transaction(read_only=flag)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="read_only"):
+        await run_transaction(store, lambda tx: tx.sessions.get(ref), read_only=flag)  # type: ignore[arg-type]
+    assert await snapshot(store, ref.namespace, [ref]) == before
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.sessions.get(ref) is not None

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from statecore.errors import SessionNotFoundError, StatecoreError
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
 from statecore.store.base import Clock, StateStore, StoreTransaction
-from statecore.store.inputs import check_aware, check_ttl_seconds
+from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.memory.tables import MemoryData, SessionKey, SessionPartition, Workspace
 from statecore.tokens import TokenCounter
 
@@ -147,6 +147,7 @@ class MemoryStateStore(StateStore):
     ) -> AbstractAsyncContextManager[StoreTransaction]:
         """Open a transaction: ``async with store.transaction() as tx: ...``. Transactions
         here take turns whether they write or not, so ``read_only`` changes nothing."""
+        check_flag(read_only, "read_only")
         return self._transaction()
 
     async def close(self) -> None:

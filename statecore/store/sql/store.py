@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from statecore.errors import ConflictError, StatecoreError
 from statecore.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store.base import Clock, StateStore, StoreTransaction
-from statecore.store.inputs import check_aware, check_ttl_seconds
+from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
 from statecore.store.sql.engine import (
@@ -136,7 +136,7 @@ class SqlStateStore(StateStore):
         (a deferred ``BEGIN`` on a WAL snapshot), so it neither waits for writers nor holds
         them up. A block that writes anyway still works, but may lose to a writer and be run
         again by ``run_transaction``."""
-        return self._transaction(read_only)
+        return self._transaction(check_flag(read_only, "read_only"))
 
     @asynccontextmanager
     async def _transaction(self, read_only: bool = False) -> AsyncIterator[StoreTransaction]:
