@@ -143,8 +143,7 @@ class TurnActivities:
         done = await _commit(self._r, commit, started, looked_up=True)
         if done.duplicate:
             return _duplicate(done)
-        # The stored outcome repeats this result; it would be written to history twice.
-        out.commit = done.model_copy(update={"result": {}})
+        out.commit = _without_outcome(done)
         return out
 
     @activity.defn(name=ACT_COMMIT_TURN)
@@ -236,5 +235,11 @@ def _duplicate(done: CommitTurnResult) -> GenerateResult:
         message=message,
         usage=usage,  # type: ignore[arg-type]
         context_tokens=int(stored.get("context_tokens", 0) or 0),  # type: ignore[arg-type]
-        commit=done.model_copy(update={"result": {}}),
+        commit=_without_outcome(done),
     )
+
+
+def _without_outcome(done: CommitTurnResult) -> CommitTurnResult:
+    """The commit as a model call returns it: the stored outcome repeats the call's own
+    result and would be written to history twice."""
+    return done.model_copy(update={"result": {}})

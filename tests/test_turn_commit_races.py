@@ -6,7 +6,8 @@ transaction, and the model call, which looked it up in its context read just bef
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -34,6 +35,7 @@ DIALECTS = [
 ]
 WORKERS = 6
 REF = SessionRef(namespace="race", agent_id="agent", session_id="new-session")
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -58,21 +60,32 @@ def _first_turn() -> CommitTurnInput:
     )
 
 
+async def _race(
+    stores: list[SqlStateStore], attempt: Callable[[TurnActivities], Awaitable[T]]
+) -> list[T]:
+    """Run ``attempt`` once per store (one worker each), all released at the same moment."""
+    start = asyncio.Event()
+
+    async def on(store: SqlStateStore) -> T:
+        resources = WorkerResources(models={"default": OfflineModel()})
+        resources.attach(store)
+        await start.wait()
+        return await attempt(TurnActivities(resources))
+
+    racers = [asyncio.create_task(on(s)) for s in stores]
+    start.set()
+    return await asyncio.gather(*racers)
+
+
 @pytest.mark.parametrize("migrated_url", DIALECTS, indirect=True)
 async def test_racing_commits_of_a_first_turn_land_once_and_agree(migrated_url: str) -> None:
     stores = [await SqlStateStore.connect(migrated_url) for _ in range(WORKERS)]
-    start = asyncio.Event()
 
-    async def attempt(store: SqlStateStore) -> CommitTurnResult:
-        resources = WorkerResources(models={})
-        resources.attach(store)
-        await start.wait()
-        return await ActivityEnvironment().run(TurnActivities(resources).commit_turn, _first_turn())
+    async def attempt(activities: TurnActivities) -> CommitTurnResult:
+        return await ActivityEnvironment().run(activities.commit_turn, _first_turn())
 
     try:
-        racers = [asyncio.create_task(attempt(s)) for s in stores]
-        start.set()
-        results = await asyncio.gather(*racers)
+        results = await _race(stores, attempt)
         async with stores[0].transaction() as tx:
             log = await tx.conversation.messages(REF)
             greeted = await tx.kv.get(REF.kv_scope, "notes", "greeted")
@@ -98,7 +111,6 @@ async def test_racing_model_calls_of_one_turn_commit_it_once(migrated_url: str) 
     """Every attempt reads the context before any has committed, so each calls the model and
     commits without looking the turn up again; the turn's record lets exactly one through."""
     stores = [await SqlStateStore.connect(migrated_url) for _ in range(WORKERS)]
-    start = asyncio.Event()
     ref = SessionRef(namespace="race", agent_id="agent", session_id="model-calls")
     question = Message(role="user", content="what is on the list?")
     commit = CommitTurnInput(
@@ -110,16 +122,11 @@ async def test_racing_model_calls_of_one_turn_commit_it_once(migrated_url: str) 
     )
     request = GenerateInput(ref=ref, turn_id="turn-1", pending=[question], commit=commit)
 
-    async def attempt(store: SqlStateStore) -> GenerateResult:
-        resources = WorkerResources(models={"default": OfflineModel()})
-        resources.attach(store)
-        await start.wait()
-        return await ActivityEnvironment().run(TurnActivities(resources).generate, request)
+    async def attempt(activities: TurnActivities) -> GenerateResult:
+        return await ActivityEnvironment().run(activities.generate, request)
 
     try:
-        racers = [asyncio.create_task(attempt(s)) for s in stores]
-        start.set()
-        results = await asyncio.gather(*racers)
+        results = await _race(stores, attempt)
         async with stores[0].transaction() as tx:
             log = await tx.conversation.messages(ref)
             asked = await tx.kv.get(ref.kv_scope, "notes", "asked")

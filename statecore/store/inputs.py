@@ -240,7 +240,6 @@ class KVPut:
 
     kind: str
     payload: bytes | str
-    expected_revision: int | None
     ttl_seconds: float | None
 
 
@@ -253,7 +252,7 @@ def checked_kv_put(
         check_int(expected_revision, "expected_revision")
     if ttl_seconds is not None:
         ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
-    return KVPut(kind, payload, expected_revision, ttl_seconds)
+    return KVPut(kind, payload, ttl_seconds)
 
 
 def check_message_range(ref: Any, from_seq: Any, to_seq: Any, limit: Any) -> None:
