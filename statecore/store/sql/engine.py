@@ -1,6 +1,7 @@
 """Database URL -> AsyncEngine, with the settings each dialect needs for statecore.
 
-- SQLite (aiosqlite): WAL journal, foreign keys on, a busy timeout, and every transaction
+- SQLite (aiosqlite): one thread trip per statement (``sqlite_driver``), WAL journal,
+  foreign keys on, a busy timeout, and every transaction
   opened with ``BEGIN IMMEDIATE``. SQLite has one writer; taking the write lock at BEGIN
   makes a second writer wait (up to the busy timeout) instead of failing with "database is
   locked" when a read transaction later tries to write. A transaction opened read-only
@@ -21,6 +22,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from statecore.errors import InvalidInputError
+from statecore.store.sql import sqlite_driver
 
 #: Seconds a SQLite transaction waits for the write lock before failing.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
@@ -98,6 +100,14 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
         read_only = conn.get_execution_options().get(READ_ONLY_OPTION, False)
         conn.exec_driver_sql("BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
 
+    def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        # SQLAlchemy's own aiosqlite connect, with connections that make one thread trip
+        # per statement instead of four (see sqlite_driver).
+        return dialect.loaded_dbapi.connect(
+            *cargs, async_creator_fn=sqlite_driver.connect, **cparams
+        )
+
+    event.listen(engine.sync_engine, "do_connect", do_connect)
     event.listen(engine.sync_engine, "connect", on_connect)
     event.listen(engine.sync_engine, "begin", on_begin)
     return engine
