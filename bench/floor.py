@@ -5,7 +5,10 @@
 id per turn, a retry while the run moves on), and it moves to a new run at the same points
 (the server's continue-as-new suggestion or ``max_turns_per_run``), draining first. Its
 ``turn`` update runs one no-op regular activity (the shape of an AgentSession turn: one
-model-plus-commit activity); ``turn_local`` runs one no-op local activity instead.
+model-plus-commit activity); ``turn_local`` runs one no-op local activity instead, and
+``turn_upsert`` is ``turn`` plus the one search-attribute upsert (``StatecoreTurn``) that the
+operator contract makes every AgentSession turn carry: a history event and a visibility write
+on the server, with nothing of statecore in it.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import activity, workflow
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
+
+from statecore.protocol import SA_TURN
 
 FLOOR_WORKFLOW = "BenchFloorSession"
 FLOOR_ACTIVITY = "bench.floor.noop"
 #: The code AgentSession's validator uses for "moving to a new run; retry".
 DRAINING = "SessionDraining"
+_TURN_KEY = SearchAttributeKey.for_int(SA_TURN)
 
 
 @dataclass
@@ -85,6 +92,12 @@ class FloorSession:
         self._turn += 1
         return FloorReply(turn=self._turn, content=content)
 
+    @workflow.update(name="turn_upsert")
+    async def turn_upsert(self, turn: FloorTurn) -> FloorReply:
+        reply = await self.turn(turn)
+        workflow.upsert_search_attributes([_TURN_KEY.value_set(reply.turn)])
+        return reply
+
     @workflow.update(name="turn_local")
     async def turn_local(self, turn: FloorTurn) -> FloorReply:
         self._turns_this_run += 1
@@ -96,6 +109,10 @@ class FloorSession:
 
     @turn.validator
     def _validate(self, turn: FloorTurn) -> None:
+        self._refuse_while_draining()
+
+    @turn_upsert.validator
+    def _validate_upsert(self, turn: FloorTurn) -> None:
         self._refuse_while_draining()
 
     @turn_local.validator

@@ -53,6 +53,8 @@ from tests.dbs import create_database, drop_database, server_down_reason  # noqa
 #: AgentSession p50 may be at most this many times the bare floor's p50.
 TARGET_RATIO = 1.25
 FLOOR = "floor_activity"
+#: The floor plus the one search-attribute upsert the operator contract puts in every turn.
+CONTRACT_FLOOR = "floor_activity_upsert"
 
 
 @dataclass
@@ -139,6 +141,13 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     scenarios = [
         floor_scenario(FLOOR, "Update + one no-op regular activity", client, queue, "turn"),
         floor_scenario(
+            CONTRACT_FLOOR,
+            "Update + one no-op regular activity + one search-attribute upsert (StatecoreTurn)",
+            client,
+            queue,
+            "turn_upsert",
+        ),
+        floor_scenario(
             "floor_local_activity",
             "Update + one no-op local activity",
             client,
@@ -204,13 +213,21 @@ def phase_report(
 ) -> dict[str, Any]:
     stats: dict[str, Any] = {name: smp.summary() for name, smp in samples.items()}
     stats.update({name: {"skipped": reason} for name, reason in skipped.items()})
-    floor = stats[FLOOR]["p50_ms"]
-    ratios = {
-        name: round(st["p50_ms"] / floor, 3)
-        for name, st in stats.items()
-        if name != FLOOR and "p50_ms" in st
+
+    def ratios_to(reference: str) -> dict[str, float]:
+        base = stats[reference]["p50_ms"]
+        return {
+            name: round(st["p50_ms"] / base, 3)
+            for name, st in stats.items()
+            if name != reference and "p50_ms" in st
+        }
+
+    return {
+        "sessions": sessions,
+        "scenarios": stats,
+        "p50_ratio_to_floor": ratios_to(FLOOR),
+        "p50_ratio_to_contract_floor": ratios_to(CONTRACT_FLOOR),
     }
-    return {"sessions": sessions, "scenarios": stats, "p50_ratio_to_floor": ratios}
 
 
 async def long_session(b: Bench, s: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -291,16 +308,17 @@ def print_summary(result: dict[str, Any]) -> None:
         print(f"\n{phase} ({block['sessions']} session(s))")
         print(
             f"  {'scenario':22} {'p50 ms':>8} {'p99 ms':>8} {'turns/s':>8} {'x floor':>8} "
-            f"{'cpu ms/turn: bench':>19} {'server':>7}"
+            f"{'x floor+SA':>10} {'cpu ms/turn: bench':>19} {'server':>7}"
         )
         for name, st in block["scenarios"].items():
             if "skipped" in st:
                 print(f"  {name:22} skipped: {st['skipped']}")
                 continue
             ratio = block["p50_ratio_to_floor"].get(name, 1.0)
+            contract = block["p50_ratio_to_contract_floor"].get(name, 1.0)
             print(
                 f"  {name:22} {st['p50_ms']:8.1f} {st['p99_ms']:8.1f} "
-                f"{st['turns_per_second']:8.1f} {ratio:8.2f} "
+                f"{st['turns_per_second']:8.1f} {ratio:8.2f} {contract:10.2f} "
                 f"{st['bench_process_cpu_ms_per_turn']:19.1f} {st['server_cpu_ms_per_turn']:7.1f}"
             )
     long = result["long_session"]

@@ -12,7 +12,13 @@ import pytest
 
 from tests.quick_bench import run_quick_bench
 
-SCENARIOS = ("floor_activity", "floor_local_activity", "agent_sqlite", "agent_postgresql")
+SCENARIOS = (
+    "floor_activity",
+    "floor_activity_upsert",
+    "floor_local_activity",
+    "agent_sqlite",
+    "agent_postgresql",
+)
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
@@ -52,9 +58,13 @@ def test_turn_bench_quick(tmp_path: Path) -> None:
                 assert name == "agent_postgresql" and "unreachable" in stats["skipped"]
                 continue
             _latency_ok(stats, turns)
-            if name != "floor_activity":
-                expected = stats["p50_ms"] / block["scenarios"]["floor_activity"]["p50_ms"]
-                assert block["p50_ratio_to_floor"][name] == pytest.approx(expected, rel=0.01)
+            for reference, ratios in (
+                ("floor_activity", block["p50_ratio_to_floor"]),
+                ("floor_activity_upsert", block["p50_ratio_to_contract_floor"]),
+            ):
+                if name != reference:
+                    expected = stats["p50_ms"] / block["scenarios"][reference]["p50_ms"]
+                    assert ratios[name] == pytest.approx(expected, rel=0.01)
     assert result["concurrent"]["sessions"] == settings["sessions"] == 5
 
     long = result["long_session"]
