@@ -20,6 +20,7 @@ from activities.errors import typed_errors
 from activities.resources import WorkerResources
 from statecore.activity_io import ToolBinding, ToolCallInput, ToolCallResult
 from statecore.errors import InvalidInputError
+from statecore.store.retry import run_transaction
 from statecore.store.slots import validate_user_bucket
 
 TOOL_CALCULATOR = "statecore.example.calculator"
@@ -149,8 +150,9 @@ class ExampleTools:
         key = _text_argument(args, "key")
         # Only user buckets: the tools and task slots are not the model's to read.
         bucket = validate_user_bucket(_text_argument(args, "bucket", DEFAULT_LOOKUP_BUCKET))
-        async with self._r.store.transaction() as tx:
-            entry = await tx.kv.get(input.ref.kv_scope, bucket, key)
+        entry = await run_transaction(
+            self._r.store, lambda tx: tx.kv.get(input.ref.kv_scope, bucket, key), read_only=True
+        )
         if entry is None:
             return ToolCallResult(content=f"{bucket}/{key} is not set")
         if isinstance(entry.value, bytes):

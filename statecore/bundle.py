@@ -2,14 +2,16 @@
 
 ``export_session`` reads a consistent snapshot in one transaction; ``import_session`` writes
 it back verbatim (seqs, turn ids, token counts, KV revisions, flow history) in one
-transaction, so a failed import leaves the target exactly as it was. ``fork_session`` is
-time travel: a new session that starts from an old flow checkpoint. The file format lives in
-``statecore.bundle_format`` and is re-exported here.
+transaction, so a failed import leaves the target exactly as it was. Each goes through
+``run_transaction``: one that lost a deadlock or found SQLite busy runs again whole.
+``fork_session`` is time travel: a new session that starts from an old flow checkpoint. The
+file format lives in ``statecore.bundle_format`` and is re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from statecore.bundle_format import (
     BUNDLE_SCHEMA_VERSION,
@@ -45,6 +47,7 @@ from statecore.models import (
     validate_identifier,
 )
 from statecore.store.base import StateStore, StoreTransaction
+from statecore.store.retry import run_transaction
 
 #: Messages read per query while exporting (keeps each result set bounded).
 EXPORT_PAGE = 1000
@@ -104,8 +107,7 @@ async def _export(tx: StoreTransaction, ref: SessionRef) -> SessionBundle:
 
 async def export_session(store: StateStore, ref: SessionRef) -> SessionBundle:
     """Everything the session owns, as of one moment. SessionNotFoundError if it is absent."""
-    async with store.transaction() as tx:
-        return await _export(tx, ref)
+    return await run_transaction(store, lambda tx: _export(tx, ref), read_only=True)
 
 
 async def export_namespace(
@@ -118,7 +120,8 @@ async def export_namespace(
     one transaction so the bundle is one consistent moment. ``on_session(done, total)`` is
     called after each session is read (for progress displays)."""
     validate_identifier(namespace, "namespace")
-    async with store.transaction() as tx:
+
+    async def work(tx: StoreTransaction) -> NamespaceBundle:
         refs: list[SessionRef] = []
         while True:
             page = await tx.sessions.list(
@@ -142,6 +145,8 @@ async def export_namespace(
             kv=sorted(shared_kv, key=lambda e: (e.bucket, e.key)),
             states=sorted(states, key=lambda s: (s.task_id, s.agent_id)),
         )
+
+    return await run_transaction(store, work, read_only=True)
 
 
 async def _is_occupied(tx: StoreTransaction, ref: SessionRef) -> list[str]:
@@ -220,7 +225,8 @@ async def import_session(
     transaction; on any error the target is left as it was."""
     check_session_bundle(bundle)
     target = target or bundle.ref
-    async with store.transaction() as tx:
+
+    async def work(tx: StoreTransaction) -> tuple[list[str], list[Any]]:
         occupied = await _is_occupied(tx, target)
         if occupied and not replace:
             raise AlreadyExistsError(
@@ -231,7 +237,9 @@ async def import_session(
         if occupied:
             await _clear_target(tx, target)
         await _restore_checked(tx, bundle, target)
-        reports = await inspect_session(tx, target)
+        return occupied, await inspect_session(tx, target)
+
+    occupied, reports = await run_transaction(store, work)
     return StateOperationResult(
         operation="import",
         session_id=target.session_id,
@@ -253,7 +261,8 @@ async def import_namespace(
     ``replace=True``, which deletes the whole namespace first."""
     check_namespace_bundle(bundle)
     target_ns = validate_identifier(namespace or bundle.namespace, "namespace")
-    async with store.transaction() as tx:
+
+    async def work(tx: StoreTransaction) -> bool:
         existed = target_ns in await tx.sessions.namespaces()
         if existed and not replace:
             raise AlreadyExistsError(
@@ -275,6 +284,9 @@ async def import_namespace(
             await tx.state.restore(
                 [s.model_copy(update={"namespace": target_ns}) for s in bundle.states]
             )
+        return existed
+
+    existed = await run_transaction(store, work)
     result = StateOperationResult(operation="import", namespace=target_ns)
     if existed:
         result.cleared = ["namespace"]
@@ -293,7 +305,8 @@ async def fork_session(
     not versioned and are not copied. AlreadyExistsError if ``target`` holds data."""
     if target == source:
         raise AlreadyExistsError("a fork needs a target session other than its source")
-    async with store.transaction() as tx:
+
+    async def work(tx: StoreTransaction) -> SessionInfo:
         info = await tx.sessions.get(source)
         if info is None:
             raise SessionNotFoundError(f"session {source} does not exist; nothing to fork")
@@ -332,6 +345,8 @@ async def fork_session(
         check_session_bundle(fork)
         await _restore(tx, fork, target)
         return await tx.sessions.ensure(target)
+
+    return await run_transaction(store, work)
 
 
 __all__ = [

@@ -362,11 +362,14 @@ async def compact_session(
     profile: SessionProfile | None = None,
 ) -> CompactionOutcome:
     """Like ``apply_compaction``, but the summarizer (a model call) runs between two short
-    transactions instead of inside one."""
-    async with store.transaction() as tx:
-        prepared = await prepare_compaction(tx, ref, request, profile=profile)
+    transactions instead of inside one; each runs again if it loses a deadlock
+    (``run_transaction``)."""
+    from statecore.store.retry import run_transaction  # SQL stays out of the sandbox's imports
+
+    prepared = await run_transaction(
+        store, lambda tx: prepare_compaction(tx, ref, request, profile=profile)
+    )
     summary = await _summary_for(prepared, summarizer, counter)
     if not prepared.plan.changed:
         return _outcome(prepared, None)
-    async with store.transaction() as tx:
-        return await commit_compaction(tx, ref, prepared, summary)
+    return await run_transaction(store, lambda tx: commit_compaction(tx, ref, prepared, summary))

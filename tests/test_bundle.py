@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 
 import pytest
 
@@ -27,7 +29,9 @@ from statecore.errors import (
     SessionNotFoundError,
 )
 from statecore.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.store.migrate import upgrade_database
 from statecore.store.slots import TaskSlots
+from statecore.store.sql import SqlStateStore
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
 
@@ -384,3 +388,53 @@ async def test_sqlite_to_server_round_trip_is_identical(tmp_path, server):
         copy = await export_namespace(target, "ns1-copy")
         assert [s.messages for s in copy.sessions] == [s.messages for s in namespace.sessions]
         assert [s.kv for s in copy.sessions] == [s.kv for s in namespace.sessions]
+
+
+# --- transient conflicts ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", ["import_session", "import_namespace", "fork"])
+async def test_imports_and_forks_run_again_when_the_database_is_busy(
+    tmp_path, caplog: pytest.LogCaptureFixture, operation: str
+) -> None:
+    """Another writer holds SQLite's write lock past this store's busy timeout: the
+    operation's transaction finds the database busy, and runs again whole once it is free."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'busy.db'}"
+    await upgrade_database(url)
+    holder = await SqlStateStore.connect(url)
+    # Gives up on the write lock after 50 ms instead of 30 s.
+    store = await SqlStateStore.connect(url, connect_args={"timeout": 0.05})
+    try:
+        await populate(store, REF)
+        session_bundle = await export_session(store, REF)
+        namespace_bundle = await export_namespace(store, REF.namespace)
+        operations = {
+            "import_session": lambda: import_session(store, session_bundle, target=TARGET),
+            "import_namespace": lambda: import_namespace(store, namespace_bundle, namespace="ns9"),
+            "fork": lambda: fork_session(store, REF, "plan", 1, TARGET),
+        }
+        holding = asyncio.Event()
+
+        async def hold() -> None:
+            async with holder.transaction() as tx:
+                await tx.kv.put(KVScope(namespace="other"), "b", "k", "holding")
+                holding.set()
+                # Shorter than the 5 default attempts' busy timeouts (5 x 50 ms) alone.
+                await asyncio.sleep(0.15)
+
+        held = asyncio.create_task(hold())
+        await holding.wait()
+        with caplog.at_level(logging.INFO, logger="statecore.store"):
+            await operations[operation]()
+        await held
+        landed = REF.model_copy(update={"namespace": "ns9"})
+        copied = await export_session(store, landed if operation == "import_namespace" else TARGET)
+    finally:
+        await holder.close()
+        await store.close()
+    assert any("running it again" in r.getMessage() for r in caplog.records)
+    if operation == "fork":
+        assert copied.messages == session_bundle.messages[: len(copied.messages)]
+        assert copied.flows and copied.flows[-1].version == 1
+    else:
+        assert copied.messages == session_bundle.messages and copied.kv == session_bundle.kv

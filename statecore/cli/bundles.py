@@ -28,7 +28,7 @@ from statecore.protocol import WORKFLOW_TYPE, workflow_id_for
 
 if TYPE_CHECKING:
     from statecore.bundle_format import NamespaceBundle, SessionBundle
-    from statecore.store.base import StateStore
+    from statecore.store.base import StateStore, StoreTransaction
 
 _SESSION_PAGE = 500
 
@@ -226,8 +226,10 @@ async def _replace_hint(work: Awaitable[StateOperationResult]) -> StateOperation
 
 
 async def _stored_sessions(store: StateStore, namespace: str) -> list[SessionRef]:
-    refs: list[SessionRef] = []
-    async with store.transaction() as tx:
+    from statecore.store.retry import run_transaction
+
+    async def listing(tx: StoreTransaction) -> list[SessionRef]:
+        refs: list[SessionRef] = []
         while True:
             page = await tx.sessions.list(
                 namespace, limit=_SESSION_PAGE, after=refs[-1] if refs else None
@@ -235,6 +237,8 @@ async def _stored_sessions(store: StateStore, namespace: str) -> list[SessionRef
             refs.extend(page)
             if len(page) < _SESSION_PAGE:
                 return refs
+
+    return await run_transaction(store, listing, read_only=True)
 
 
 async def _refuse_live(settings: Settings, targets: list[SessionRef]) -> None:
