@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -33,6 +32,7 @@ from statecore.store.migrate import upgrade_database
 from statecore.store.slots import TaskSlots
 from statecore.store.sql import SqlStateStore
 from tests.session_data import populate, snapshot
+from tests.store.helpers import hold_write_lock
 from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")
@@ -413,17 +413,8 @@ async def test_imports_and_forks_run_again_when_the_database_is_busy(
             "import_namespace": lambda: import_namespace(store, namespace_bundle, namespace="ns9"),
             "fork": lambda: fork_session(store, REF, "plan", 1, TARGET),
         }
-        holding = asyncio.Event()
-
-        async def hold() -> None:
-            async with holder.transaction() as tx:
-                await tx.kv.put(KVScope(namespace="other"), "b", "k", "holding")
-                holding.set()
-                # Shorter than the 5 default attempts' busy timeouts (5 x 50 ms) alone.
-                await asyncio.sleep(0.15)
-
-        held = asyncio.create_task(hold())
-        await holding.wait()
+        # Shorter than the 5 default attempts' busy timeouts (5 x 50 ms) alone.
+        held = await hold_write_lock(holder, 0.15)
         with caplog.at_level(logging.INFO, logger="statecore.store"):
             await operations[operation]()
         await held

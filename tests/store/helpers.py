@@ -1,7 +1,8 @@
-"""Small builders and a read-back snapshot shared by the conformance tests."""
+"""Small builders, a read-back snapshot and a SQLite lock holder shared by the store tests."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from statecore.models import KVScope, Message, SessionRef, ToolCall
@@ -72,3 +73,25 @@ async def snapshot(store: StateStore, namespace: str, refs: list[SessionRef]) ->
                 }
             shown[str(ref)] = part
     return shown
+
+
+_LOCK_HOLDER = KVScope(namespace="lock-holder")
+
+
+async def hold_write_lock(
+    store: StateStore, seconds: float, scope: KVScope = _LOCK_HOLDER
+) -> asyncio.Task[None]:
+    """Take the database's write lock through ``store`` (writing key b/k of ``scope`` in an
+    open transaction: on SQLite, the one writer's lock) and keep it for ``seconds``. Returns
+    once the lock is held, with the task that lets it go."""
+    holding = asyncio.Event()
+
+    async def hold() -> None:
+        async with store.transaction() as tx:
+            await tx.kv.put(scope, "b", "k", "holding")
+            holding.set()
+            await asyncio.sleep(seconds)
+
+    held = asyncio.create_task(hold())
+    await holding.wait()
+    return held

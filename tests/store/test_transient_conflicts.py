@@ -27,7 +27,7 @@ from statecore.store.migrate import upgrade_database
 from statecore.store.retry import DEFAULT_ATTEMPTS
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
-from tests.store.helpers import user
+from tests.store.helpers import hold_write_lock, user
 
 SERVERS = [
     pytest.param("postgresql", marks=pytest.mark.postgres),
@@ -337,17 +337,8 @@ async def test_a_busy_sqlite_database_is_tried_again(
     # A waiter that gives up on the write lock after 50 ms instead of 30 s.
     waiter = await SqlStateStore.connect(url, connect_args={"timeout": 0.05})
     scope = KVScope(namespace="busy")
-    holding = asyncio.Event()
-
-    async def hold() -> None:
-        async with holder.transaction() as tx:
-            await tx.kv.put(scope, "b", "k", "holder")
-            holding.set()
-            await asyncio.sleep(0.4)
-
     try:
-        held = asyncio.create_task(hold())
-        await holding.wait()
+        held = await hold_write_lock(holder, 0.4, scope)
         with pytest.raises(DBAPIError) as busy:
             async with waiter.transaction() as tx:
                 await tx.kv.put(scope, "b", "k", "never")
@@ -356,7 +347,7 @@ async def test_a_busy_sqlite_database_is_tried_again(
                 waiter, lambda tx: tx.kv.put(scope, "b", "k", "waiter"), attempts=30
             )
         await held
-        async with holder.transaction() as tx:
+        async with waiter.transaction() as tx:
             entry = await tx.kv.get(scope, "b", "k")
     finally:
         await holder.close()
@@ -364,6 +355,7 @@ async def test_a_busy_sqlite_database_is_tried_again(
     assert waiter.is_transient_error(busy.value)
     # BEGIN IMMEDIATE found the database busy at least once, and the transaction ran again.
     assert any("running it again" in r.getMessage() for r in caplog.records)
+    # The holder's write came first (revision 1), the waiter's once the lock was free.
     assert revision == 2
     assert entry is not None and (entry.value, entry.revision) == ("waiter", 2)
 
