@@ -64,7 +64,7 @@ def _scenarios(ax: Any, result: dict[str, Any]) -> None:
         ax.text(x - width / 2, a, f"{a:.0f}", ha="center", va="bottom", fontsize=8)
         ax.text(x + width / 2, b, f"{b:.0f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_xticklabels(labels, fontsize=6)  # ten groups: the longest name must fit its slot
     ax.set_ylabel("turn latency (ms)")
     ax.set_title("Latency per turn, as the caller sees it (update-with-start)")
     ax.legend()
