@@ -95,6 +95,8 @@ class Chaos:
         self.worker: WorkerProcess | None = None
         self.replies: dict[str, dict[str, int]] = {}  # session -> turn id -> turn number
         self.done = asyncio.Event()
+        #: Set once every planned event has happened (see ``_drive``).
+        self.broken = asyncio.Event()
         self.supervise = True
 
     # --- the run -----------------------------------------------------------------------------
@@ -114,6 +116,7 @@ class Chaos:
                 asyncio.ensure_future(self._drive(f"s{i}")) for i in range(self.plan.sessions)
             ]
             breaker = asyncio.ensure_future(self._break_things())
+            breaker.add_done_callback(lambda _: self.broken.set())
             await asyncio.gather(*drivers)
             self.done.set()
             await breaker
@@ -144,6 +147,11 @@ class Chaos:
         answered = self.replies.setdefault(session, {})
         for i in range(self.plan.turns):
             turn_id = f"{session}-{i}"
+            if i == self.plan.turns - 1:
+                # The last turns wait for the last planned event: sessions that finished
+                # early would otherwise skip it (the run ends when the drivers do), and the
+                # last turns still have to get through what it broke.
+                await self.broken.wait()
             while True:
                 try:
                     result = await sessions.send(
@@ -184,8 +192,9 @@ class Chaos:
         self.rng.shuffle(events)
         total = plan.sessions * plan.turns
         for n, event in enumerate(events, start=1):
-            # Spread the events over the run by progress, with jitter.
-            target = total * n / (len(events) + 1)
+            # Spread the events over the run by progress, with jitter; never past the turns
+            # that can complete before the last event (each session holds its last one back).
+            target = min(total * n / (len(events) + 1), total - plan.sessions)
             # Polls progress: the drivers report turns, not events.
             while self.figures.turns_completed < target and not self.done.is_set():  # noqa: ASYNC110
                 await asyncio.sleep(0.2)
