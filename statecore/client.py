@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -52,6 +53,9 @@ from statecore.protocol import (
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
 MAX_UPDATE_BYTES = MAX_TURN_REQUEST_BYTES
+
+log = logging.getLogger("statecore.client")
+
 _RETRYABLE_CODES = {"SessionDraining"}
 
 M = TypeVar("M", bound=BaseModel)
@@ -177,6 +181,14 @@ class AgentSessionClient:
                     raise asyncio.CancelledError from err
                 if not _transient(err) or loop.time() + delay > deadline:
                     raise _typed(err) from err
+                log.debug(
+                    "turn %s of %s/%s refused for now (%s); sending again in %.2f s",
+                    turn_id,
+                    agent_id,
+                    session_id,
+                    _describe_refusal(err),
+                    delay,
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
@@ -245,6 +257,15 @@ class AgentSessionClient:
             return await handle.execute_update(name, arg, result_type=SessionReport)
         except (WorkflowUpdateFailedError, RPCError) as err:
             raise _typed(err) from err
+
+
+def _describe_refusal(err: Exception) -> str:
+    """The error's class and message, and its cause's: what a retried send ran into."""
+    text = f"{type(err).__name__}: {getattr(err, 'message', '') or err}"
+    cause = getattr(err, "cause", None)
+    if cause is not None:
+        text += f" <- {type(cause).__name__}: {getattr(cause, 'message', '') or cause}"
+    return text
 
 
 def _transient(err: Exception) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -58,8 +59,9 @@ async def small_history_server(
 
 
 async def test_continue_as_new_under_concurrent_traffic_loses_and_duplicates_nothing(
-    small_history_server: DevServer,
+    small_history_server: DevServer, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="statecore.client")
     async with (
         fresh_database("sqlite", "can") as url,
         running_env(small_history_server, url) as env,
@@ -77,20 +79,10 @@ async def test_continue_as_new_under_concurrent_traffic_loses_and_duplicates_not
 
         try:
             batches = await asyncio.gather(*map(client_loop, range(4)))
-        except Exception:
-            handle = env.sessions.handle(env.agent, "long")
-            desc = await handle.describe()
-            report = await env.sessions.describe(env.agent, "long")
-            history = await handle.fetch_history()
-            tail = [e.event_type for e in history.events[-15:]]
-            pending = [
-                (a.activity_type.name, a.attempt, a.last_failure.message[:200])
-                for a in desc.raw_description.pending_activities
-            ]
+        except Exception as failed:
             raise AssertionError(
-                f"run {desc.run_id} status {desc.status}; checkpoint {report.checkpoint}; "
-                f"pending {pending}; history tail {tail}"
-            ) from None
+                await _stall_report(env, failed, caplog.records, small_history_server)
+            ) from failed
         results = [r for batch in batches for r in batch]
         assert sorted(r.turn for r in results) == list(range(1, 61))
         report = await env.sessions.describe(env.agent, "long")
@@ -104,6 +96,33 @@ async def test_continue_as_new_under_concurrent_traffic_loses_and_duplicates_not
             r.turn for r in results if r.turn_id == "c0-0"
         )
         assert len(await sql_messages(url, env.agent, "long")) == 120
+
+
+async def _stall_report(
+    env: Env, failed: BaseException, records: list[logging.LogRecord], server: DevServer
+) -> str:
+    """What a client that gave up ran into, and the session's state at that moment."""
+    handle = env.sessions.handle(env.agent, "long")
+    desc = await handle.describe()
+    raw = desc.raw_description
+    report = await env.sessions.describe(env.agent, "long")
+    history = await handle.fetch_history()
+    pending = [
+        (a.activity_type.name, a.attempt, a.last_failure.message[:200])
+        for a in raw.pending_activities
+    ]
+    task = raw.pending_workflow_task
+    refusals = [r.getMessage() for r in records if r.name == "statecore.client"]
+    server_log = Path(server.log_path).read_text()[-3000:] if server.log_path else ""
+    return (
+        f"a client gave up: {failed!r} (cause {failed.__cause__!r})\n"
+        f"run {desc.run_id} status {desc.status}, {len(history.events)} events, history "
+        f"tail {[e.event_type for e in history.events[-15:]]}\n"
+        f"checkpoint {report.checkpoint}\npending activities {pending}\n"
+        f"pending workflow task: state {task.state} attempt {task.attempt} "
+        f"scheduled {task.scheduled_time.ToJsonString() if task.scheduled_time.seconds else None}\n"
+        f"last refusals: {refusals[-6:]}\nserver log tail:\n{server_log}"
+    )
 
 
 async def test_turn_cap_per_run_continues_as_new(env: Env) -> None:
