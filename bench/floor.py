@@ -120,5 +120,6 @@ class FloorSession:
         self._refuse_while_draining()
 
     def _refuse_while_draining(self) -> None:
-        if self._draining or self._should_continue():
+        # As AgentSession: not on the server's suggestion alone (see its _check_send).
+        if self._draining or self._turns_this_run >= self._input.max_turns_per_run:
             raise ApplicationError("moving to a new run; retry", type=DRAINING)

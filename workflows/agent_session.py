@@ -136,11 +136,11 @@ class AgentSession:
             await self._continue_as_new()
 
     def _should_continue(self) -> bool:
-        return (
-            self._migrate_to is not None
-            or self._turns_this_run >= self._input.max_turns_per_run
-            or workflow.info().is_continue_as_new_suggested()
-        )
+        return self._must_continue() or workflow.info().is_continue_as_new_suggested()
+
+    def _must_continue(self) -> bool:
+        """The reasons to move on that this run's own state holds (not the server's hint)."""
+        return self._migrate_to is not None or self._turns_this_run >= self._input.max_turns_per_run
 
     async def _continue_as_new(self) -> None:
         # Drain: the validator now rejects new turns as retryable, in-flight ones finish.
@@ -238,7 +238,12 @@ class AgentSession:
             )
         if status == "closed" or self._close is not None:
             raise _reject("SessionClosed", "session is closing; send again to reopen it")
-        if status == "draining" or self._should_continue():
+        # Not the server's continue-as-new suggestion: it can first show in a task that
+        # carries nothing but this update. The SDK wakes no waiting code for a task of
+        # refused updates only (they leave no history to replay), so the run would never
+        # start draining and every later turn would be refused too. Admitted, this turn
+        # wakes the run, which drains after it.
+        if status == "draining" or self._must_continue():
             raise _reject(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,63 @@ async def _stall_report(
         f"scheduled {task.scheduled_time.ToJsonString() if task.scheduled_time.seconds else None}\n"
         f"last refusals: {refusals[-6:]}\nserver log tail:\n{server_log}"
     )
+
+
+def _completing_task_starts(history: Any) -> list[int]:
+    """Per turn, the event id of the WorkflowTaskStarted of the task that completed it."""
+    events = history.events
+    starts = []
+    for i, event in enumerate(events):
+        if event.HasField("workflow_execution_update_completed_event_attributes"):
+            started = next(
+                e
+                for e in reversed(events[:i])
+                if e.HasField("workflow_task_started_event_attributes")
+            )
+            starts.append(started.event_id)
+    return starts
+
+
+async def test_a_continue_as_new_suggestion_that_arrives_between_turns_is_acted_on(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    """The server suggests continue-as-new from the history length when a workflow task
+    starts. When the task that completes a turn starts just under the threshold and ends
+    over it, the suggestion first shows in the next turn's task. That task carries only the
+    update: had the validator refused it as draining, the SDK would not wake the run (it
+    checks no wait condition for a task of refused updates only), the server would discard
+    the task, and every later turn would be refused the same way until a timer fired.
+    The validator lets that turn in; the run then drains after it and continues as new."""
+    # Where the task completing turn 3 starts, on a server that suggests nothing here.
+    async with fresh_database("sqlite", "probe") as url, running_env(dev_server, url) as probe:
+        for i in range(3):
+            await probe.sessions.send(probe.agent, "s", f"m{i}", turn_id=f"t{i}")
+        probe_history = await probe.sessions.handle(probe.agent, "s").fetch_history()
+    threshold = _completing_task_starts(probe_history)[2] + 2
+    server = await start_dev_server(
+        dynamic_config={"limit.historyCount.suggestContinueAsNew": str(threshold)},
+        log_path=str(tmp_path / "dev-server.log"),
+    )
+    try:
+        async with (
+            fresh_database("sqlite", "crossing") as url,
+            running_env(server, url) as env,
+        ):
+            env.sessions.retry_for = timedelta(seconds=15)
+            for i in range(3):
+                await env.sessions.send(env.agent, "s", f"m{i}", turn_id=f"t{i}")
+            handle = env.sessions.handle(env.agent, "s")
+            history = await handle.fetch_history()
+            # The crossing this test is about: turn 3's task started under the threshold
+            # and the history ended at or over it.
+            assert _completing_task_starts(history)[2] < threshold <= len(history.events)
+            fourth = await env.sessions.send(env.agent, "s", "m3", turn_id="t3")
+            fifth = await env.sessions.send(env.agent, "s", "m4", turn_id="t4")
+            report = await env.sessions.describe(env.agent, "s")
+    finally:
+        server.stop()
+    assert (fourth.turn, fifth.turn) == (4, 5)
+    assert report.checkpoint.runs == 2 and report.checkpoint.turn == 5
 
 
 async def test_turn_cap_per_run_continues_as_new(env: Env) -> None:
