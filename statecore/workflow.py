@@ -18,6 +18,13 @@ discards them all. ``respond()`` fuses the final model call and the commit into 
 which is why a chat turn costs one activity round trip. The transcript and the assembled
 context never pass through workflow history: activities read them from SQL by reference.
 
+If your workflow takes turns as Updates and continues as new, do what AgentSession does:
+let its update validator refuse turns on the run's own state (a draining flag your run loop
+sets), never on ``workflow.info().is_continue_as_new_suggested()`` or the history length.
+Those change with every task, and temporalio wakes no waiting code in a task whose updates
+were all refused: a turn refused on the suggestion alone leaves the run loop asleep, and the
+session refuses every later turn too (``workflows/agent_session.py``, ``_check_send``).
+
 Only temporalio, pydantic and statecore's pure models are imported here.
 """
 
