@@ -62,12 +62,14 @@ class OneTripCursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> OneTripCursor:
-        run = partial(_execute, self._connection._conn, sql, parameters or ())
-        self._take(await self._connection._execute(run))
-        return self
+        return await self._run(sqlite3.Cursor.execute, sql, parameters or ())
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> OneTripCursor:
-        run = partial(_executemany, self._connection._conn, sql, parameters)
+        return await self._run(sqlite3.Cursor.executemany, sql, parameters)
+
+    async def _run(self, statement: Any, sql: str, parameters: Any) -> OneTripCursor:
+        """One trip: ``statement(sqlite3 cursor, sql, parameters)`` on the connection's thread."""
+        run = partial(_on_thread, self._connection._conn, statement, sql, parameters)
         self._take(await self._connection._execute(run))
         return self
 
@@ -90,26 +92,15 @@ class OneTripCursor:
         self._rows = []
 
 
-def _execute(
-    connection: sqlite3.Connection, sql: str, parameters: Sequence[Any]
+def _on_thread(
+    connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any
 ) -> tuple[Any, list[Any], int, int | None]:
-    """On the connection's thread: run one statement and read all it returns."""
+    """On the connection's thread: run the statement, read all it returns, close."""
     cursor = connection.cursor()
     try:
-        cursor.execute(sql, parameters)
+        statement(cursor, sql, parameters)
         rows = cursor.fetchall() if cursor.description else []
         return cursor.description, rows, cursor.rowcount, cursor.lastrowid
-    finally:
-        cursor.close()
-
-
-def _executemany(
-    connection: sqlite3.Connection, sql: str, parameters: Iterable[Sequence[Any]]
-) -> tuple[Any, list[Any], int, int | None]:
-    cursor = connection.cursor()
-    try:
-        cursor.executemany(sql, parameters)
-        return cursor.description, [], cursor.rowcount, cursor.lastrowid
     finally:
         cursor.close()
 
