@@ -20,8 +20,8 @@ import asyncio
 import logging
 import os
 
-from statecore.logs import LOG_FORMATS, configure_logging
-from statecore.runtime import WorkerConfig, run_worker
+from statecore.observability.logs import LOG_FORMATS, configure_logging
+from statecore.temporal.worker import WorkerConfig, run_worker
 
 
 def parse_config(argv: list[str] | None = None) -> WorkerConfig:

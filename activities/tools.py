@@ -16,10 +16,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.errors import typed_errors
-from activities.resources import WorkerResources
-from statecore.activity_io import ToolBinding, ToolCallInput, ToolCallResult
-from statecore.errors import InvalidInputError
+from statecore.activities.failures import typed_errors
+from statecore.activities.resources import WorkerResources
+from statecore.contract.activities import ToolBinding, ToolCallInput, ToolCallResult
+from statecore.core.errors import InvalidInputError
 from statecore.store.retry import run_transaction
 from statecore.store.slots import validate_user_bucket
 

@@ -32,10 +32,10 @@ from bench.chaos_processes import (
     WorkerProcess,
     private_postgres_unavailable,
 )
-from statecore.client import AgentSessionClient
-from statecore.models import SessionRef
+from statecore.core.models import SessionRef
 from statecore.store import open_store
 from statecore.store.migrate import upgrade_database
+from statecore.temporal.client import AgentSessionClient
 
 TASK_QUEUE = "chaos"
 AGENT = "chaos-agent"

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from bench.floor import DRAINING, FLOOR_WORKFLOW, FloorInput, FloorReply, FloorTurn
-from statecore.client import AgentSessionClient
+from statecore.temporal.client import AgentSessionClient
 
 #: What a turn says. Short, like a chat message; the offline model echoes it with a report.
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."

@@ -45,9 +45,9 @@ from bench.measure import (  # noqa: E402
     sequential,
 )
 from bench.plot import plot_turns  # noqa: E402
-from statecore.client import AgentSessionClient  # noqa: E402
-from statecore.devserver import start_dev_server  # noqa: E402
-from statecore.plugin import StatecorePlugin  # noqa: E402
+from statecore.temporal.client import AgentSessionClient  # noqa: E402
+from statecore.temporal.devserver import start_dev_server  # noqa: E402
+from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 
 #: AgentSession p50 may be at most this many times the bare floor's p50.

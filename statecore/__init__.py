@@ -1,6 +1,179 @@
-"""statecore: durable state for long-running AI agents on Temporal."""
+"""statecore: durable state for long-running AI agents on Temporal.
 
-from statecore.errors import StatecoreError
-from statecore.models import Message, SessionRef
+The names below are statecore's public face; everything else may move between releases.
+They load on first use, so ``from statecore import open_store`` (or ``statecore.store``)
+pulls in no temporalio, and importing statecore never imports an agent framework::
 
-__all__ = ["Message", "SessionRef", "StatecoreError"]
+    from statecore import StatecorePlugin, AgentSessionClient, TurnSession, Message, SessionRef
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+#: Public name -> the module that defines it. One table, so ``__all__``, ``__getattr__`` and
+#: the type checker's view below cannot disagree.
+_EXPORTS: dict[str, str] = {
+    # Temporal: the plugin, the client and the worker.
+    "StatecorePlugin": "statecore.temporal.plugin",
+    "AgentSessionClient": "statecore.temporal.client",
+    "WorkerConfig": "statecore.temporal.worker",
+    "run_worker": "statecore.temporal.worker",
+    "AgentSession": "statecore.agent_session.workflow",
+    # The turn API, for your own workflows.
+    "TurnSession": "statecore.workflow.turn",
+    "Turn": "statecore.workflow.turn",
+    # The operator contract.
+    "SessionInput": "statecore.contract.session",
+    "SendMessageInput": "statecore.contract.session",
+    "TurnResult": "statecore.contract.session",
+    "SessionReport": "statecore.contract.session",
+    "DEFAULT_TASK_QUEUE": "statecore.contract.session",
+    "WORKFLOW_TYPE": "statecore.contract.session",
+    "workflow_id_for": "statecore.contract.session",
+    # The data.
+    "Message": "statecore.core.models",
+    "StoredMessage": "statecore.core.models",
+    "ToolCall": "statecore.core.models",
+    "SessionRef": "statecore.core.models",
+    "TokenUsage": "statecore.core.models",
+    "KVEntry": "statecore.core.models",
+    "ScopedState": "statecore.core.models",
+    "FlowCheckpoint": "statecore.core.models",
+    "StateOperationResult": "statecore.core.models",
+    "SessionProfile": "statecore.core.profile",
+    # Storage.
+    "StateStore": "statecore.store",
+    "open_store": "statecore.store",
+    "run_transaction": "statecore.store",
+    # Models (the LLM kind).
+    "ChatModel": "statecore.llm",
+    "ModelRequest": "statecore.llm",
+    "ModelResponse": "statecore.llm",
+    "OfflineModel": "statecore.llm",
+    "OpenAICompatibleModel": "statecore.llm",
+    # Errors: the root and the families a program catches.
+    "StatecoreError": "statecore.core.errors",
+    "InvalidInputError": "statecore.core.errors",
+    "ConflictError": "statecore.core.errors",
+    "NotFoundError": "statecore.core.errors",
+    "SessionNotFoundError": "statecore.core.errors",
+    "SessionStateError": "statecore.core.errors",
+    "SessionPausedError": "statecore.core.errors",
+    "SessionClosedError": "statecore.core.errors",
+    "SessionDrainingError": "statecore.core.errors",
+    "ModelError": "statecore.core.errors",
+}
+
+# Spelled out (not derived from _EXPORTS) so tools that read __all__ statically see it;
+# tests/test_public_api.py checks the two agree.
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "WORKFLOW_TYPE",
+    "AgentSession",
+    "AgentSessionClient",
+    "ChatModel",
+    "ConflictError",
+    "FlowCheckpoint",
+    "InvalidInputError",
+    "KVEntry",
+    "Message",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "NotFoundError",
+    "OfflineModel",
+    "OpenAICompatibleModel",
+    "ScopedState",
+    "SendMessageInput",
+    "SessionClosedError",
+    "SessionDrainingError",
+    "SessionInput",
+    "SessionNotFoundError",
+    "SessionPausedError",
+    "SessionProfile",
+    "SessionRef",
+    "SessionReport",
+    "SessionStateError",
+    "StateOperationResult",
+    "StateStore",
+    "StatecoreError",
+    "StatecorePlugin",
+    "StoredMessage",
+    "TokenUsage",
+    "ToolCall",
+    "Turn",
+    "TurnResult",
+    "TurnSession",
+    "WorkerConfig",
+    "__version__",
+    "open_store",
+    "run_transaction",
+    "run_worker",
+    "workflow_id_for",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'statecore' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from statecore.agent_session.workflow import AgentSession
+    from statecore.contract.session import (
+        DEFAULT_TASK_QUEUE,
+        WORKFLOW_TYPE,
+        SendMessageInput,
+        SessionInput,
+        SessionReport,
+        TurnResult,
+        workflow_id_for,
+    )
+    from statecore.core.errors import (
+        ConflictError,
+        InvalidInputError,
+        ModelError,
+        NotFoundError,
+        SessionClosedError,
+        SessionDrainingError,
+        SessionNotFoundError,
+        SessionPausedError,
+        SessionStateError,
+        StatecoreError,
+    )
+    from statecore.core.models import (
+        FlowCheckpoint,
+        KVEntry,
+        Message,
+        ScopedState,
+        SessionRef,
+        StateOperationResult,
+        StoredMessage,
+        TokenUsage,
+        ToolCall,
+    )
+    from statecore.core.profile import SessionProfile
+    from statecore.llm import (
+        ChatModel,
+        ModelRequest,
+        ModelResponse,
+        OfflineModel,
+        OpenAICompatibleModel,
+    )
+    from statecore.store import StateStore, open_store, run_transaction
+    from statecore.temporal.client import AgentSessionClient
+    from statecore.temporal.plugin import StatecorePlugin
+    from statecore.temporal.worker import WorkerConfig, run_worker
+    from statecore.workflow.turn import Turn, TurnSession

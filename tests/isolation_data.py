@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from statecore.models import KVScope, Message, SessionRef
+from statecore.core.models import KVScope, Message, SessionRef
 from statecore.store import StateStore, StoreTransaction
 from statecore.store.slots import TaskSlots, ToolSlots
 from tests.sql_rows import Owner

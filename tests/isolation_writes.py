@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from statecore.models import KVScope, Message, OrchestrationUpdate
+from statecore.core.models import KVScope, Message, OrchestrationUpdate
 from statecore.store.slots import TaskSlots, ToolSlots
 from tests.isolation_data import TTL_SECONDS, Tenants, owner
 from tests.sql_rows import Owner

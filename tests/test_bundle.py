@@ -8,7 +8,8 @@ import logging
 
 import pytest
 
-from statecore.bundle import (
+from statecore.core.bundle_format import canonical_json
+from statecore.core.bundles import (
     NamespaceBundle,
     SessionBundle,
     dump_bundle,
@@ -19,15 +20,14 @@ from statecore.bundle import (
     import_session,
     load_bundle,
 )
-from statecore.bundle_format import canonical_json
-from statecore.control import describe
-from statecore.errors import (
+from statecore.core.control_plane import describe
+from statecore.core.errors import (
     AlreadyExistsError,
     BundleError,
     NotFoundError,
     SessionNotFoundError,
 )
-from statecore.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.store.migrate import upgrade_database
 from statecore.store.slots import TaskSlots
 from statecore.store.sql import SqlStateStore

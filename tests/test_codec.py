@@ -9,7 +9,9 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 
-from statecore.codec import (
+from statecore.contract.session import SendMessageInput
+from statecore.core.errors import PayloadDecryptionError, UnknownEncryptionKeyError
+from statecore.encryption.codec import (
     ENCODING,
     KEY_ID_METADATA,
     EncryptionCodec,
@@ -18,9 +20,7 @@ from statecore.codec import (
     generate_key,
     parse_key_material,
 )
-from statecore.converter import statecore_data_converter
-from statecore.errors import PayloadDecryptionError, UnknownEncryptionKeyError
-from statecore.protocol import SendMessageInput
+from statecore.temporal.converter import statecore_data_converter
 
 SECRET = "the vault code is 7-4-1-9-zebra"
 KEY_A = generate_key()
@@ -185,7 +185,7 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
 
 
 def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from statecore.runtime import build_codec
+    from statecore.temporal.worker import build_codec
     from worker import parse_config
 
     monkeypatch.setenv("STATECORE_ENCRYPTION_KEYS", f"env-old:{KEY_A},env-new:{KEY_B}")

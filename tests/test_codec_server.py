@@ -11,8 +11,8 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from statecore.codec import EncryptionCodec, Keyring, generate_key
-from statecore.codec_server import CodecServer, main
+from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
+from statecore.encryption.codec_server import CodecServer, main
 
 SECRET = "launch code: orchid-42-vermilion"
 UI_ORIGIN = "http://localhost:8233"

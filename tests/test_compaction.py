@@ -12,7 +12,7 @@ import pytest
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.compaction import (
+from statecore.core.compaction import (
     DEFAULT_KEEP_MESSAGES,
     CompactionRequest,
     ExtractiveSummarizer,
@@ -24,8 +24,7 @@ from statecore.compaction import (
     prepare_compaction,
     should_auto_summarize,
 )
-from statecore.context import SessionProfile
-from statecore.errors import (
+from statecore.core.errors import (
     ConflictError,
     InvalidInputError,
     InvalidLimitError,
@@ -34,8 +33,9 @@ from statecore.errors import (
     SessionNotFoundError,
     UnknownStrategyError,
 )
+from statecore.core.profile import SessionProfile
+from statecore.core.tokens import TokenCounter
 from statecore.store.base import StateStore
-from statecore.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 
@@ -464,7 +464,7 @@ def test_policies_import_no_tokenizer_or_database() -> None:
     # Workflow code may import the policies (requests, should_auto_summarize); the Temporal
     # sandbox must not pull tiktoken or SQLAlchemy in through them.
     probe = (
-        "import sys, statecore.compaction, statecore.context; "
+        "import sys, statecore.core.compaction, statecore.core.context_window; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'tiktoken', 'sqlalchemy'}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -10,25 +10,25 @@ import tiktoken
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.context import (
+from statecore.core.context_window import (
     HINTS_LABEL,
     PART_KEY,
     SUMMARY_LABEL,
-    SessionProfile,
     assemble_context,
     build_context,
     group_exchanges,
 )
-from statecore.errors import (
+from statecore.core.errors import (
     ContextBudgetError,
     InvalidInputError,
     InvalidLimitError,
     SessionNotFoundError,
     UnknownStrategyError,
 )
-from statecore.models import Message, SessionRef
+from statecore.core.models import Message, SessionRef
+from statecore.core.profile import SessionProfile
+from statecore.core.tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
 from statecore.store.base import StateStore
-from statecore.tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
 
 COUNTER = TokenCounter()
 

@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_backends import BACKENDS, open_backend
 
-from statecore.compaction import CompactionRequest, apply_compaction, plan_compaction
-from statecore.context import HINTS_LABEL, SUMMARY_LABEL, build_context, group_exchanges
-from statecore.errors import ContextBudgetError
-from statecore.models import Message, SessionRef, StoredMessage
+from statecore.core.compaction import CompactionRequest, apply_compaction, plan_compaction
+from statecore.core.context_window import HINTS_LABEL, SUMMARY_LABEL, build_context, group_exchanges
+from statecore.core.errors import ContextBudgetError
+from statecore.core.models import Message, SessionRef, StoredMessage
+from statecore.core.tokens import TokenCounter
 from statecore.store.base import StateStore
-from statecore.tokens import TokenCounter
 
 COUNTER = TokenCounter()
 PURE = settings(max_examples=60, deadline=None)

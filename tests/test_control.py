@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.compaction import CompactionRequest
-from statecore.control import compact, describe, reset, sweep
-from statecore.errors import ResetRefusedError, UnknownStoreError
-from statecore.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.core.compaction import CompactionRequest
+from statecore.core.control_plane import compact, describe, reset, sweep
+from statecore.core.errors import ResetRefusedError, UnknownStoreError
+from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.core.tokens import TokenCounter
+from statecore.core.turn_commit import TURN_BUCKET, TURN_META_BUCKET
 from statecore.store.slots import TaskSlots, ToolSlots
-from statecore.tokens import TokenCounter
-from statecore.turnlog import TURN_BUCKET, TURN_META_BUCKET
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
 

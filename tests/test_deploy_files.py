@@ -33,9 +33,14 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from statecore.client import AgentSessionClient
-from statecore.devserver import DevServer, find_temporal_binary, free_port, start_dev_server
-from statecore.protocol import SEARCH_ATTRIBUTES
+from statecore.contract.session import SEARCH_ATTRIBUTES
+from statecore.temporal.client import AgentSessionClient
+from statecore.temporal.devserver import (
+    DevServer,
+    find_temporal_binary,
+    free_port,
+    start_dev_server,
+)
 from tests.dbs import fresh_database
 from tests.worker_cli import REPO, base_env, log_tail, worker_cli
 

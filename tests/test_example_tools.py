@@ -6,11 +6,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.resources import WorkerResources
 from activities.tools import MAX_EXPRESSION_LENGTH, ExampleTools, evaluate
-from statecore.activity_io import ToolCallInput
-from statecore.errors import InvalidInputError
-from statecore.models import SessionRef, ToolCall
+from statecore.activities.resources import WorkerResources
+from statecore.contract.activities import ToolCallInput
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import SessionRef, ToolCall
 
 
 @pytest.mark.parametrize(

@@ -15,15 +15,20 @@ from typing import Any
 
 import pytest
 
-from statecore import control
-from statecore.bundle import export_namespace, export_session, import_namespace, import_session
-from statecore.compaction import CompactionRequest
-from statecore.devserver import DevServer
-from statecore.errors import AlreadyExistsError
-from statecore.models import ALL_STORES, KVScope, SessionRef
+from statecore.core import control_plane as control
+from statecore.core.bundles import (
+    export_namespace,
+    export_session,
+    import_namespace,
+    import_session,
+)
+from statecore.core.compaction import CompactionRequest
+from statecore.core.errors import AlreadyExistsError
+from statecore.core.models import ALL_STORES, KVScope, SessionRef
+from statecore.core.tokens import TokenCounter
 from statecore.store.slots import TaskSlots, ToolSlots
 from statecore.store.sql import SqlStateStore
-from statecore.tokens import TokenCounter
+from statecore.temporal.devserver import DevServer
 from tests.dbs import create_database, drop_database, fresh_database
 from tests.isolation_data import Tenants, foreign_labels, owner, populate, step
 from tests.isolation_writes import WRITES

@@ -6,13 +6,14 @@ import asyncio
 
 import pytest
 
-from statecore.errors import (
+from statecore.core.errors import (
     ConflictError,
     InvalidIdentifierError,
     InvalidInputError,
     NotFoundError,
 )
-from statecore.models import SessionRef
+from statecore.core.models import SessionRef
+from statecore.core.turn_commit import TURN_BUCKET, TURN_META_BUCKET
 from statecore.store.kv_partition import (
     bucket_key_counts,
     bucket_store,
@@ -20,7 +21,6 @@ from statecore.store.kv_partition import (
     store_key_counts,
 )
 from statecore.store.slots import TASK_BUCKET, TaskSlots, ToolSlots, validate_user_bucket
-from statecore.turnlog import TURN_BUCKET, TURN_META_BUCKET
 from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")

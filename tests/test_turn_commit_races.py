@@ -12,20 +12,20 @@ from typing import TypeVar
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.resources import WorkerResources
-from activities.turns import TurnActivities
-from statecore.activity_io import (
+from statecore.activities.resources import WorkerResources
+from statecore.activities.turns import TurnActivities
+from statecore.contract.activities import (
     CommitTurnInput,
     CommitTurnResult,
     GenerateInput,
     GenerateResult,
     KVOp,
 )
+from statecore.core.models import Message, SessionRef, TokenUsage
+from statecore.core.turn_commit import TURN_BUCKET
 from statecore.llm.offline import OfflineModel
-from statecore.models import Message, SessionRef, TokenUsage
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.turnlog import TURN_BUCKET
 from tests.dbs import fresh_database
 
 DIALECTS = [

@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import event
 from temporalio.testing import ActivityEnvironment
 
-from activities.resources import WorkerResources
-from activities.turns import TurnActivities
-from statecore.activity_io import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.activities.resources import WorkerResources
+from statecore.activities.turns import TurnActivities
+from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.core.models import Message, SessionRef
 from statecore.llm.offline import OfflineModel
-from statecore.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database

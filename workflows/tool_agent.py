@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from statecore.activity_io import (
+from statecore.contract.activities import (
     ACT_OPEN_SESSION,
     OpenSessionInput,
     SessionSnapshot,
@@ -32,9 +32,8 @@ from statecore.activity_io import (
     ToolCallInput,
     ToolCallResult,
 )
-from statecore.activity_policy import NON_RETRYABLE_CODES
-from statecore.errors import InvalidIdentifierError
-from statecore.models import (
+from statecore.core.errors import InvalidIdentifierError
+from statecore.core.models import (
     DEFAULT_NAMESPACE,
     Message,
     SessionRef,
@@ -44,6 +43,7 @@ from statecore.models import (
     validate_text,
 )
 from statecore.workflow import Turn, TurnSession
+from statecore.workflow.activity_calls import NON_RETRYABLE_CODES
 
 TOOL_AGENT_WORKFLOW_TYPE = "ToolAgent"
 #: The flow step a finished task ends on; its data holds the task's result.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from statecore.errors import InvalidInputError
-from statecore.models import ALL_STORES, validate_identifier
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import ALL_STORES, validate_identifier
 
 
 def identifier(value: str) -> str:

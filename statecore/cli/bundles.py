@@ -22,12 +22,12 @@ from statecore.cli.args import identifier, new_command
 from statecore.cli.exits import UnreachableError, UsageError
 from statecore.cli.output import print_json, print_note, print_report, stderr
 from statecore.cli.settings import Settings
-from statecore.errors import AlreadyExistsError, SessionStateError
-from statecore.models import SessionRef, StateOperationResult
-from statecore.protocol import WORKFLOW_TYPE, workflow_id_for
+from statecore.contract.session import WORKFLOW_TYPE, workflow_id_for
+from statecore.core.errors import AlreadyExistsError, SessionStateError
+from statecore.core.models import SessionRef, StateOperationResult
 
 if TYPE_CHECKING:
-    from statecore.bundle_format import NamespaceBundle, SessionBundle
+    from statecore.core.bundle_format import NamespaceBundle, SessionBundle
     from statecore.store.base import StateStore, StoreTransaction
 
 _SESSION_PAGE = 500
@@ -75,7 +75,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 async def export(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.bundle import dump_bundle, export_session
+    from statecore.core.bundles import dump_bundle, export_session
 
     if args.all and args.agent is not None:
         raise UsageError("give AGENT SESSION to export one session, or --all, not both")
@@ -112,7 +112,7 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _export_all(store: StateStore, settings: Settings) -> NamespaceBundle:
-    from statecore.bundle import export_namespace
+    from statecore.core.bundles import export_namespace
 
     console = stderr()
     if settings.json or not console.is_terminal:
@@ -131,7 +131,7 @@ async def _export_all(store: StateStore, settings: Settings) -> NamespaceBundle:
 
 
 def _summary(bundle: SessionBundle | NamespaceBundle, file: str, size: int) -> dict[str, object]:
-    from statecore.bundle import SessionBundle
+    from statecore.core.bundles import SessionBundle
 
     if isinstance(bundle, SessionBundle):
         return {
@@ -170,7 +170,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _read_bundle(file: str) -> SessionBundle | NamespaceBundle:
-    from statecore.bundle import load_bundle
+    from statecore.core.bundles import load_bundle
 
     try:
         data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
@@ -180,7 +180,12 @@ def _read_bundle(file: str) -> SessionBundle | NamespaceBundle:
 
 
 async def import_bundle(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.bundle import NamespaceBundle, SessionBundle, import_namespace, import_session
+    from statecore.core.bundles import (
+        NamespaceBundle,
+        SessionBundle,
+        import_namespace,
+        import_session,
+    )
 
     bundle = _read_bundle(args.file)
     if isinstance(bundle, NamespaceBundle) and args.target:

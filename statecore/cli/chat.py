@@ -18,7 +18,7 @@ from typing import Any
 from statecore.cli.args import add_session_arguments, new_command, positive_float, positive_int
 from statecore.cli.output import print_json, stderr, stdout
 from statecore.cli.settings import Settings
-from statecore.errors import InvalidInputError, SessionStateError
+from statecore.core.errors import InvalidInputError, SessionStateError
 
 #: Lines that end an interactive chat (end of input does too).
 QUIT = {"/quit", "/exit"}

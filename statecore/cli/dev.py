@@ -40,7 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 async def dev(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.runtime import WorkerConfig, run_worker
+    from statecore.temporal.worker import WorkerConfig, run_worker
 
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -9,7 +9,7 @@ import socket
 
 from pydantic import ValidationError
 
-from statecore.errors import (
+from statecore.core.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -26,7 +26,7 @@ EXIT_REFUSED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130
 
-#: The payload encoding of statecore's encryption codec (statecore.codec.ENCODING).
+#: The payload encoding of statecore's encryption codec (statecore.encryption.codec.ENCODING).
 ENCRYPTED_ENCODING = "binary/encrypted"
 
 EXIT_CODES_HELP = """\

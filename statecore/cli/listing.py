@@ -13,8 +13,8 @@ from typing import Any
 from statecore.cli.args import identifier, new_command, positive_int
 from statecore.cli.output import print_json, print_rows
 from statecore.cli.settings import Settings
-from statecore.models import DEFAULT_NAMESPACE
-from statecore.protocol import SA_AGENT_ID, SA_SESSION_ID, SA_STATUS, SA_TURN, WORKFLOW_TYPE
+from statecore.contract.session import SA_AGENT_ID, SA_SESSION_ID, SA_STATUS, SA_TURN, WORKFLOW_TYPE
+from statecore.core.models import DEFAULT_NAMESPACE
 
 STATUSES = ("active", "paused", "draining", "closed")
 COLUMNS = [

@@ -15,12 +15,12 @@ from statecore.cli.args import add_session_arguments, identifier, new_command, p
 from statecore.cli.args import store_names as parse_store_names
 from statecore.cli.output import print_json, print_report, stdout
 from statecore.cli.settings import Settings
-from statecore.errors import SessionClosedError, SessionNotFoundError
-from statecore.models import SessionRef
-from statecore.protocol import AddHintInput, CompactInput, PauseInput, ResetInput
+from statecore.contract.session import AddHintInput, CompactInput, PauseInput, ResetInput
+from statecore.core.errors import SessionClosedError, SessionNotFoundError
+from statecore.core.models import SessionRef
 
 if TYPE_CHECKING:
-    from statecore.client import AgentSessionClient
+    from statecore.temporal.client import AgentSessionClient
 
 T = TypeVar("T")
 
@@ -103,7 +103,7 @@ async def describe(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _describe_from_database(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.control import describe as describe_stored
+    from statecore.core.control_plane import describe as describe_stored
 
     ref = SessionRef(namespace=settings.tenant, agent_id=args.agent, session_id=args.session)
     async with settings.store() as store:

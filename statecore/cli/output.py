@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from statecore.models import StateOperationResult
+from statecore.core.models import StateOperationResult
 
 #: Width of tables written to a pipe or file (rich would otherwise wrap them at 80 columns).
 PIPE_WIDTH = 160

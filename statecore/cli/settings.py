@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from statecore.cli.exits import UnreachableError, UsageError
-from statecore.models import DEFAULT_NAMESPACE
-from statecore.protocol import DEFAULT_TASK_QUEUE
+from statecore.contract.session import DEFAULT_TASK_QUEUE
+from statecore.core.models import DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.converter import DataConverter
 
-    from statecore.client import AgentSessionClient
     from statecore.store.base import StateStore
+    from statecore.temporal.client import AgentSessionClient
 
 T = TypeVar("T")
 
@@ -158,7 +158,7 @@ class Settings:
 
             return pydantic_data_converter
         try:
-            from statecore.codec import Keyring, encrypted_data_converter
+            from statecore.encryption.codec import Keyring, encrypted_data_converter
         except ImportError as exc:
             raise UsageError(
                 "--encryption-keys needs the encryption extra: pip install 'statecore[encryption]'"
@@ -172,7 +172,7 @@ class Settings:
     async def sessions(self, *, retry_for: timedelta | None = None) -> AgentSessionClient:
         """A session client for ``--state-namespace`` that opens sessions on ``--task-queue``;
         ``retry_for`` bounds how long a turn is retried (the client's default if None)."""
-        from statecore.client import AgentSessionClient
+        from statecore.temporal.client import AgentSessionClient
 
         client = await self.temporal()
         if retry_for is None:

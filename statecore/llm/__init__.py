@@ -6,7 +6,7 @@ the worker and the CLI choose a model from their flags.
 
 from __future__ import annotations
 
-from statecore.errors import InvalidInputError
+from statecore.core.errors import InvalidInputError
 from statecore.llm.base import (
     CONTEXT_PART,
     ChatModel,

@@ -1,10 +1,10 @@
 """The model contract: one request in, one assistant message out.
 
 A model is pluggable: the Temporal activity that calls it only knows ``ChatModel``. Requests and
-responses are pydantic models built on ``statecore.models.Message``, so a reply can be stored
+responses are pydantic models built on ``statecore.core.models.Message``, so a reply can be stored
 as it is, tool calls included.
 
-The context assembler (``statecore.context``) marks the system messages it injects with
+The context assembler (``statecore.core.context_window``) marks the system messages it injects with
 ``metadata[CONTEXT_PART]``: ``"system_prompt"``, ``"summary"`` or ``"hints"`` (one message, one
 ``- `` line per hint). Models that talk to a server ignore the mark; the offline model reads it
 to say what context it was given, so tests can tell a wrong context from a right one.
@@ -17,8 +17,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
-from statecore.errors import InvalidInputError
-from statecore.models import Message, StatecoreModel, TokenUsage
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import Message, StatecoreModel, TokenUsage
 
 #: Metadata key naming which part of the assembled context a system message is.
 CONTEXT_PART = "statecore.part"

@@ -31,7 +31,7 @@ marked ``summary``) followed by one bullet per non-empty line of every other non
 message, each cut to its first sentence and ``SUMMARY_LINE_LIMIT`` characters. When over
 ``max_tokens`` (default ``DEFAULT_SUMMARY_TOKENS``), the oldest lines are dropped first.
 
-Usage is counted with ``statecore.tokens.TokenCounter``: the prompt is the request's messages
+Usage is counted with ``statecore.core.tokens.TokenCounter``: the prompt is the request's messages
 plus the JSON of the offered tools; the completion is the reply without its message overhead.
 """
 
@@ -41,9 +41,9 @@ import hashlib
 import json
 import re
 
+from statecore.core.models import Message, TokenUsage, ToolCall
+from statecore.core.tokens import MESSAGE_OVERHEAD, TokenCounter
 from statecore.llm.base import CONTEXT_PART, ModelRequest, ModelResponse
-from statecore.models import Message, TokenUsage, ToolCall
-from statecore.tokens import MESSAGE_OVERHEAD, TokenCounter
 
 ECHO_LIMIT = 1000
 SUMMARY_LINE_LIMIT = 200

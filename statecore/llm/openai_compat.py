@@ -26,11 +26,11 @@ from typing import Any
 
 import httpx
 
-from statecore.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core.models import Message, TokenUsage
+from statecore.core.tokens import MESSAGE_OVERHEAD, TokenCounter
 from statecore.llm.base import ModelRequest, ModelResponse
 from statecore.llm.openai_wire import error_text, parse_response, request_body
-from statecore.models import Message, TokenUsage
-from statecore.tokens import MESSAGE_OVERHEAD, TokenCounter
 
 logger = logging.getLogger(__name__)
 

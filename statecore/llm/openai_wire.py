@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from statecore.errors import ModelError, StatecoreError
+from statecore.core.errors import ModelError, StatecoreError
+from statecore.core.models import Message, TokenUsage, ToolCall
 from statecore.llm.base import ModelRequest, ModelResponse
-from statecore.models import Message, TokenUsage, ToolCall
 
 #: Set in the reply's metadata when the server sent no usage and it was counted locally.
 USAGE_ESTIMATED = "usage_estimated"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from statecore.errors import ModelError
+from statecore.core.errors import ModelError
+from statecore.core.models import MAX_MESSAGE_BYTES, Message, StoredMessage
 from statecore.llm.base import CONTEXT_PART, ChatModel, ModelRequest
-from statecore.models import MAX_MESSAGE_BYTES, Message, StoredMessage
 
 SUMMARY_INSTRUCTIONS = (
     "You keep a running summary of a conversation between a user and an assistant. "

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from statecore.errors import InvalidInputError
-from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.memory import MemoryStateStore
 from statecore.store.retry import run_transaction
 
 if TYPE_CHECKING:
-    from statecore.tokens import TokenCounter
+    from statecore.core.tokens import TokenCounter
 
 __all__ = [
     "MEMORY_URL",

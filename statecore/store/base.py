@@ -10,7 +10,7 @@ Work happens inside a transaction::
 Everything written inside one ``transaction()`` block commits together when the block exits
 normally and is rolled back when it raises: the Temporal layer commits a whole turn this way.
 Module objects are only valid inside their block. Methods validate their input and raise
-``statecore.errors`` types; a failed call inside a block leaves the block usable only for
+``statecore.core.errors`` types; a failed call inside a block leaves the block usable only for
 rollback (raise out of it).
 
 A SQL transaction that races with others can lose with a transient conflict: a deadlock, a
@@ -38,7 +38,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from statecore.models import (
+from statecore.core.models import (
     FlowCheckpoint,
     Hint,
     KeyPage,
@@ -52,7 +52,7 @@ from statecore.models import (
     StoredMessage,
     Summary,
 )
-from statecore.models import Message as NewMessage
+from statecore.core.models import Message as NewMessage
 
 Clock = Callable[[], datetime]
 

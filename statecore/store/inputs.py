@@ -1,6 +1,6 @@
 """Input checks every storage backend applies before it writes anything.
 
-The contract promises that bad input raises a typed ``statecore.errors`` error and leaves the
+The contract promises that bad input raises a typed ``statecore.core.errors`` error and leaves the
 stored rows unchanged, on every backend. Keeping the checks (and the JSON encoding whose size
 the limits are measured on) in one backend-independent module is what makes "16 MB" or
 "limit 1..1000" mean the same thing in memory, SQLite, PostgreSQL and MariaDB.
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from statecore.errors import (
+from statecore.core.errors import (
     ContentTooLargeError,
     InvalidInputError,
     InvalidLimitError,
@@ -26,7 +26,7 @@ from statecore.errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.models import (
+from statecore.core.models import (
     MAX_KV_VALUE_BYTES,
     MAX_PAGE_SIZE,
     MAX_RECENT_TOOLS,

@@ -4,7 +4,7 @@ A session's KV scope is shared by four stores:
 
 - ``tools``: buckets ``tool.<tool name>`` (ToolSlots);
 - ``task``: buckets starting with ``task.`` (TaskSlots keeps ``task.records``);
-- ``conversation``: the turn records (``turn`` and ``turn.*``, see ``statecore.turnlog``),
+- ``conversation``: the turn records (``turn`` and ``turn.*``, see ``statecore.core.turn_commit``),
   which describe what each committed turn returned and go away with the log;
 - ``kv``: every other bucket, the user's.
 
@@ -17,8 +17,8 @@ key-by-key work instead of letting a prefix reach into a neighbour.
 
 from __future__ import annotations
 
-from statecore.errors import InvalidIdentifierError
-from statecore.models import MAX_PAGE_SIZE, KVScope, validate_identifier
+from statecore.core.errors import InvalidIdentifierError
+from statecore.core.models import MAX_PAGE_SIZE, KVScope, validate_identifier
 from statecore.store.base import KVStore
 
 TOOL_BUCKET_PREFIX = "tool."

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from statecore.errors import InvalidInputError, NotFoundError
-from statecore.models import (
+from statecore.core.errors import InvalidInputError, NotFoundError
+from statecore.core.models import (
     MAX_PAGE_SIZE,
     KeyPage,
     KVEntry,

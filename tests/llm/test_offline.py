@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statecore.core.models import Message
+from statecore.core.tokens import TokenCounter
 from statecore.llm import CONTEXT_PART, ModelRequest, OfflineModel, ToolSpec
-from statecore.models import Message
-from statecore.tokens import TokenCounter
 
 CALCULATOR = ToolSpec(
     name="add",
@@ -70,7 +70,7 @@ async def test_reply_reports_context_size_and_echoes_the_last_user_message(model
 
 
 def test_context_part_matches_what_the_context_assembler_writes():
-    from statecore import context
+    from statecore.core import context_window as context
 
     assert context.PART_KEY == CONTEXT_PART
 

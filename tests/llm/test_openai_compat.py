@@ -9,11 +9,11 @@ from email.utils import format_datetime
 
 import pytest
 
-from statecore.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core.models import Message, ToolCall
 from statecore.llm import ModelRequest, OpenAICompatibleModel, ToolSpec
 from statecore.llm.openai_compat import _retry_after
 from statecore.llm.openai_wire import USAGE_ESTIMATED
-from statecore.models import Message, ToolCall
 
 from .model_server import ModelServer, Reply, completion
 

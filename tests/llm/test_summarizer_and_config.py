@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from statecore.errors import InvalidInputError, ModelError
+from statecore.core.errors import InvalidInputError, ModelError
+from statecore.core.models import Message, StoredMessage, ToolCall
 from statecore.llm import (
     ChatModel,
     ModelSummarizer,
@@ -14,7 +15,6 @@ from statecore.llm import (
     OpenAICompatibleModel,
     model_from_config,
 )
-from statecore.models import Message, StoredMessage, ToolCall
 
 from .model_server import Reply, completion
 

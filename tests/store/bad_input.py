@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from statecore.errors import StatecoreError
-from statecore.models import KVScope, Message, SessionRef
+from statecore.core.errors import StatecoreError
+from statecore.core.models import KVScope, Message, SessionRef
 from statecore.store import StateStore
 from tests.store.helpers import snapshot, tool_exchange, user
 

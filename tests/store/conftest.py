@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from statecore.models import SessionRef
+from statecore.core.models import SessionRef
+from statecore.core.tokens import TokenCounter
 from statecore.store import MemoryStateStore, StateStore
-from statecore.tokens import TokenCounter
 from tests.dbs import create_database, drop_database
 from tests.store.bad_input import Env, populate
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from statecore.errors import (
+from statecore.core.errors import (
     AlreadyExistsError,
     ContentTooLargeError,
     EmptyContentError,
@@ -22,7 +22,7 @@ from statecore.errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.models import (
+from statecore.core.models import (
     MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES,
     Message,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.errors import AlreadyExistsError, InvalidLimitError, SessionNotFoundError
-from statecore.models import Message, SessionRef, StoredMessage
+from statecore.core.errors import AlreadyExistsError, InvalidLimitError, SessionNotFoundError
+from statecore.core.models import Message, SessionRef, StoredMessage
+from statecore.core.tokens import TokenCounter
 from statecore.store import StateStore
-from statecore.tokens import TokenCounter
 from tests.store.conftest import FakeClock
 from tests.store.helpers import assistant, ensure, tool_exchange, user
 

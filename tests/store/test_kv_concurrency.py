@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from statecore.errors import RevisionConflictError
-from statecore.models import KVScope
+from statecore.core.errors import RevisionConflictError
+from statecore.core.models import KVScope
 from statecore.store import run_transaction
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore

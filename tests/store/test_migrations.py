@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Integer, MetaData, inspect
 from sqlalchemy.engine import Connection
 
-from statecore.errors import MigrationError
+from statecore.core.errors import MigrationError
 from statecore.store.migrate import (
     HEAD_REVISION,
     alembic_config,

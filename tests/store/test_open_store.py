@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from statecore.errors import InvalidInputError
-from statecore.models import SessionRef
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import SessionRef
 from statecore.store import MemoryStateStore, normalize_database_url, open_store
 from tests.store.conftest import FakeClock
 

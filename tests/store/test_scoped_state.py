@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.errors import (
+from statecore.core.errors import (
     AlreadyExistsError,
     NotFoundError,
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.models import MAX_STATE_BYTES
+from statecore.core.models import MAX_STATE_BYTES
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 

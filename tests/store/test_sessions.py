@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.errors import InvalidInputError, SessionNotFoundError
-from statecore.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, SessionRef
+from statecore.core.errors import InvalidInputError, SessionNotFoundError
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, SessionRef
 from statecore.store import StateStore
 from statecore.store.base import iter_sessions
 from tests.store.conftest import FakeClock

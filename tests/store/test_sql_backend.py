@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, select, text
 
-from statecore.errors import StateTooLargeError
-from statecore.models import KVScope, Message, SessionRef
+from statecore.core.errors import StateTooLargeError
+from statecore.core.models import KVScope, Message, SessionRef
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql.schema import metadata

@@ -13,7 +13,7 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from statecore.models import Message, SessionRef
+from statecore.core.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql.engine import create_store_engine

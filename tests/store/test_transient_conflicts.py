@@ -20,8 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from statecore.errors import InvalidLimitError, RevisionConflictError
-from statecore.models import KVEntry, KVScope, SessionRef
+from statecore.core.errors import InvalidLimitError, RevisionConflictError
+from statecore.core.models import KVEntry, KVScope, SessionRef
 from statecore.store import MemoryStateStore, StateStore, StoreTransaction, run_transaction
 from statecore.store.migrate import upgrade_database
 from statecore.store.retry import DEFAULT_ATTEMPTS

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
-from statecore.codec import EncryptionCodec, Keyring, generate_key
-from statecore.devserver import DevServer, free_port, start_dev_server
-from statecore.protocol import SessionReport, workflow_id_for
+from statecore.contract.session import SessionReport, workflow_id_for
+from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
+from statecore.temporal.devserver import DevServer, free_port, start_dev_server
 from tests.dbs import fresh_database
 from tests.temporal.conftest import running_env, temporal_cli
 
@@ -251,14 +251,14 @@ async def test_search_attributes_stay_readable_without_the_key(
 
 @pytest.fixture(scope="module")
 async def codec_server_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """``python -m statecore.codec_server`` as an operator starts it: keys and token from env."""
+    """The codec server as an operator starts it: keys and token from the environment."""
     port = free_port()
     log_path = tmp_path_factory.mktemp("codec-server") / "codec-server.log"
     env = {**os.environ, "STATECORE_ENCRYPTION_KEYS": f"k-2025:{KEY_OLD}"}
     env["STATECORE_CODEC_TOKEN"] = TOKEN
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "statecore.codec_server", "--port", str(port)],
+            [sys.executable, "-m", "statecore.encryption.codec_server", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.devserver import DevServer
-from statecore.errors import ModelError
+from statecore.core.errors import ModelError
 from statecore.llm import OpenAICompatibleModel
+from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.llm.model_server import ModelServer, Reply, completion
 from tests.temporal.conftest import running_env

@@ -9,9 +9,9 @@ import subprocess
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from statecore.devserver import DevServer
-from statecore.errors import SessionPausedError
-from statecore.protocol import workflow_id_for
+from statecore.contract.session import workflow_id_for
+from statecore.core.errors import SessionPausedError
+from statecore.temporal.devserver import DevServer
 from tests.temporal.conftest import Env, temporal_cli
 
 

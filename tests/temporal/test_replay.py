@@ -11,8 +11,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from statecore.plugin import workflow_runner
-from workflows import WORKFLOWS
+from statecore.agent_session import WORKFLOWS
+from statecore.temporal.plugin import workflow_runner
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

@@ -22,17 +22,18 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from activities.tools import CALCULATOR, LOOKUP, example_tools
-from statecore.activity_io import ToolBinding
-from statecore.devserver import DevServer
-from statecore.errors import InvalidIdentifierError, InvalidInputError, MigrationError
-from statecore.models import FlowCheckpoint, OrchestrationState, SessionRef, StoredMessage
-from statecore.plugin import workflow_runner
+from statecore.agent_session import WORKFLOWS
+from statecore.contract.activities import ToolBinding
+from statecore.core.errors import InvalidIdentifierError, InvalidInputError, MigrationError
+from statecore.core.models import FlowCheckpoint, OrchestrationState, SessionRef, StoredMessage
 from statecore.store import open_store
 from statecore.store.base import StateStore
+from statecore.temporal.devserver import DevServer
+from statecore.temporal.plugin import workflow_runner
 from tests.dbs import fresh_database
 from tests.temporal.conftest import HISTORIES, Env
 from tests.temporal.tool_agent_worker import SLOW
-from workflows import EXAMPLE_WORKFLOWS, WORKFLOWS
+from workflows import EXAMPLE_WORKFLOWS
 from workflows.tool_agent import (
     ANSWERED,
     ToolAgent,

@@ -79,7 +79,7 @@ class _NoSummaries:
         self._inner = OfflineModel()
 
     async def complete(self, request):  # type: ignore[no-untyped-def]
-        from statecore.errors import ModelError
+        from statecore.core.errors import ModelError
 
         if request.purpose == "summarize":
             raise ModelError("summaries are switched off on this endpoint")

@@ -20,9 +20,9 @@ from urllib.parse import quote
 
 import pytest
 
-from statecore.devserver import DevServer, free_port
-from statecore.errors import SessionPausedError
-from statecore.protocol import workflow_id_for
+from statecore.contract.session import workflow_id_for
+from statecore.core.errors import SessionPausedError
+from statecore.temporal.devserver import DevServer, free_port
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, logged_dev_server, running_env

@@ -5,8 +5,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from statecore.errors import AlreadyExistsError, InvalidInputError, InvalidLimitError
-from statecore.models import (
+from statecore.core.errors import AlreadyExistsError, InvalidInputError, InvalidLimitError
+from statecore.core.models import (
     Hint,
     SessionRef,
     StoredMessage,
@@ -14,7 +14,7 @@ from statecore.models import (
     validate_identifier,
     validate_text,
 )
-from statecore.models import Message as NewMessage
+from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
     check_aware,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from statecore.errors import AlreadyExistsError, InvalidInputError, NotFoundError
-from statecore.models import FlowCheckpoint, SessionRef, validate_identifier
+from statecore.core.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from statecore.core.models import FlowCheckpoint, SessionRef, validate_identifier
 from statecore.store.base import FlowStore
 from statecore.store.inputs import (
     check_aware,

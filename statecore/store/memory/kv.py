@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from statecore.errors import InvalidInputError, RevisionConflictError
-from statecore.models import (
+from statecore.core.errors import InvalidInputError, RevisionConflictError
+from statecore.core.models import (
     KeyPage,
     KVEntry,
     KVScope,

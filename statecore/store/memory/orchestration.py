@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from statecore.models import (
+from statecore.core.models import (
     OrchestrationState,
     OrchestrationUpdate,
     SessionRef,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from statecore.errors import AlreadyExistsError
-from statecore.models import ScopedState, validate_identifier
+from statecore.core.errors import AlreadyExistsError
+from statecore.core.models import ScopedState, validate_identifier
 from statecore.store.base import ScopedStateStore
 from statecore.store.inputs import (
     check_aware,

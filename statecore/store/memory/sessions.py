@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from statecore.models import SessionInfo, SessionRef, validate_identifier
+from statecore.core.models import SessionInfo, SessionRef, validate_identifier
 from statecore.store.base import SessionStore
 from statecore.store.inputs import (
     check_aware,

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 
-from statecore.errors import SessionNotFoundError, StatecoreError
-from statecore.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
+from statecore.core.errors import SessionNotFoundError, StatecoreError
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
+from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.memory.tables import MemoryData, SessionKey, SessionPartition, Workspace
-from statecore.tokens import TokenCounter
 
 # Stores whose transaction is open in the current task: a nested transaction() would wait
 # forever for the lock its own caller holds, so it fails fast instead.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from statecore.models import FlowCheckpoint, Hint, SessionInfo, StoredMessage, Summary
+from statecore.core.models import FlowCheckpoint, Hint, SessionInfo, StoredMessage, Summary
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -12,10 +12,10 @@ from sqlalchemy import Select, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from statecore.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
-from statecore.models import SessionInfo, SessionRef
+from statecore.core.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
+from statecore.core.models import SessionInfo, SessionRef
+from statecore.core.tokens import TokenCounter
 from statecore.store.sql.schema import sessions
-from statecore.tokens import TokenCounter
 
 T = TypeVar("T")
 SessionKey = tuple[str, str, str]

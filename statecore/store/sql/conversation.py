@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, insert, select
 
-from statecore.errors import AlreadyExistsError
-from statecore.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
-from statecore.models import Message as NewMessage
+from statecore.core.errors import AlreadyExistsError
+from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
+from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
     check_int,

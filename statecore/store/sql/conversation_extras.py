@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select
 
-from statecore.errors import InvalidLimitError
-from statecore.models import Hint, SessionRef, Summary, validate_text
+from statecore.core.errors import InvalidLimitError
+from statecore.core.models import Hint, SessionRef, Summary, validate_text
 from statecore.store.inputs import check_aware, check_int, check_ref, revalidate
 from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.schema import hints as hint_table

@@ -21,7 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from statecore.errors import InvalidInputError
+from statecore.core.errors import InvalidInputError
 from statecore.store.sql import sqlite_driver
 
 #: Seconds a SQLite transaction waits for the write lock before failing.

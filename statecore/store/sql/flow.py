@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, tuple_
 
-from statecore.errors import AlreadyExistsError, InvalidInputError, NotFoundError
-from statecore.models import FlowCheckpoint, SessionRef, validate_identifier
+from statecore.core.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from statecore.core.models import FlowCheckpoint, SessionRef, validate_identifier
 from statecore.store.base import FlowStore
 from statecore.store.inputs import (
     check_aware,

@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from statecore.errors import InvalidInputError, RevisionConflictError
-from statecore.models import (
+from statecore.core.errors import InvalidInputError, RevisionConflictError
+from statecore.core.models import (
     KeyPage,
     KVEntry,
     KVScope,

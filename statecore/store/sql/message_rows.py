@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from statecore.errors import InvalidInputError
-from statecore.models import Message, StoredMessage, validate_identifier
+from statecore.core.errors import InvalidInputError
+from statecore.core.models import Message, StoredMessage, validate_identifier
 from statecore.store.inputs import check_aware, check_message, revalidate
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Row, delete, insert, select, update
 
-from statecore.models import (
+from statecore.core.models import (
     OrchestrationState,
     OrchestrationUpdate,
     SessionRef,

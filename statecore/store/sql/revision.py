@@ -15,7 +15,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from statecore.errors import MigrationError
+from statecore.core.errors import MigrationError
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 

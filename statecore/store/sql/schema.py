@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from statecore.models import MAX_ID_LENGTH, MAX_KEY_LENGTH
+from statecore.core.models import MAX_ID_LENGTH, MAX_KEY_LENGTH
 from statecore.store.sql.types import (
     UtcDateTime,
     ascii_id,

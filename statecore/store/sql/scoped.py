@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, tuple_, update
 
-from statecore.errors import AlreadyExistsError
-from statecore.models import ScopedState, validate_identifier
+from statecore.core.errors import AlreadyExistsError
+from statecore.core.models import ScopedState, validate_identifier
 from statecore.store.base import ScopedStateStore
 from statecore.store.inputs import (
     check_aware,

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import and_, delete, or_, select, union
 
-from statecore.models import SessionInfo, SessionRef, validate_identifier
+from statecore.core.models import SessionInfo, SessionRef, validate_identifier
 from statecore.store.base import SessionStore
 from statecore.store.inputs import (
     check_aware,

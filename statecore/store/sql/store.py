@@ -14,8 +14,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from statecore.errors import ConflictError, StatecoreError
-from statecore.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core.errors import ConflictError, StatecoreError
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.sql.context import SqlContext
@@ -33,7 +34,6 @@ from statecore.store.sql.revision import require_head, upgrade_engine
 from statecore.store.sql.scoped import SqlScopedStateStore
 from statecore.store.sql.sessions import SqlSessionStore
 from statecore.store.sql.transient import is_transient_conflict
-from statecore.tokens import TokenCounter
 
 # Stores with a transaction open in the current task. A nested transaction() would take a
 # second connection and, on SQLite, wait for the write lock its own caller holds.

@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-01-01
 
-Lengths are written out (not taken from statecore.models) so that this revision keeps
+Lengths are written out (not taken from statecore.core.models) so that this revision keeps
 building the same schema whatever later code changes.
 """
 

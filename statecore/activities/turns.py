@@ -1,0 +1,245 @@
+"""Turn activities: model calls with context from SQL, and the one-transaction turn commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import activity
+
+from statecore.activities.failures import typed_errors
+from statecore.activities.resources import WorkerResources
+from statecore.contract.activities import (
+    ACT_COMMIT_TURN,
+    ACT_GENERATE,
+    ACT_READ_FLOW,
+    ACT_READ_KV,
+    ACT_READ_STATE,
+    CommitTurnInput,
+    CommitTurnResult,
+    FlowOp,
+    GenerateInput,
+    GenerateResult,
+    ReadFlowInput,
+    ReadKVInput,
+    ReadStateInput,
+    ReadStateResult,
+)
+from statecore.core.context_window import AssembledContext, assemble_context
+from statecore.core.errors import ConflictError
+from statecore.core.models import KVEntry, Message, ToolCall
+from statecore.core.turn_commit import commit_turn, find_turn
+from statecore.llm import ModelRequest, ModelResponse
+from statecore.observability.metrics import record_turn
+from statecore.store import StoreTransaction, run_transaction
+from statecore.store.slots import validate_user_bucket
+
+T = TypeVar("T")
+
+log = logging.getLogger("statecore.turns")
+
+#: Longest pause between liveness reports of a running model call.
+MAX_HEARTBEAT_EVERY_SECONDS = 5.0
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """Await ``work`` while heartbeating, so a dead worker is noticed by the heartbeat
+    timeout instead of the (much longer) start-to-close timeout."""
+    timeout = activity.info().heartbeat_timeout
+    every = MAX_HEARTBEAT_EVERY_SECONDS
+    if timeout:
+        every = min(every, timeout.total_seconds() / 3)
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=every)
+        if done:
+            return task.result()
+        activity.heartbeat()
+
+
+class TurnActivities:
+    def __init__(self, resources: WorkerResources) -> None:
+        self._r = resources
+
+    @activity.defn(name=ACT_GENERATE)
+    @typed_errors
+    async def generate(self, input: GenerateInput) -> GenerateResult:
+        """Assemble the context from SQL plus the turn's pending messages, call the model,
+        and, when ``input.commit`` is set, commit the whole turn in the same activity."""
+        started = time.monotonic()
+        store, counter = self._r.store, self._r.counter
+        # A committing call carries its messages once, in the commit (earlier workflow code
+        # sent them in ``pending`` as well: the same messages).
+        pending = input.commit.messages if input.commit is not None else input.pending
+
+        async def read_context(
+            tx: StoreTransaction,
+        ) -> tuple[CommitTurnResult | None, AssembledContext | None]:
+            # One read transaction: an already committed turn answers from its record (no
+            # model call); otherwise the context is assembled from the same snapshot. None
+            # for both: the session does not exist yet.
+            if input.commit is not None:
+                done = await find_turn(tx, input.ref, input.turn_id)
+                if done is not None:
+                    return done, None
+            if await tx.sessions.get(input.ref) is None:
+                return None, None
+            context = await assemble_context(
+                tx,
+                input.ref,
+                pending,
+                max_tokens=input.profile.max_tokens,
+                counter=counter,
+            )
+            return None, context
+
+        done, assembled = await run_transaction(store, read_context, read_only=True)
+        if done is None and assembled is None:
+            # A turn-API workflow may start its first turn without opening the session.
+            await run_transaction(store, lambda tx: tx.sessions.ensure(input.ref))
+            done, assembled = await run_transaction(store, read_context, read_only=True)
+        if done is not None:
+            return _duplicate(done)
+        if assembled is None:
+            # Deleted again between the two transactions: let Temporal retry the call.
+            raise RuntimeError(f"session {input.ref} was deleted as its turn began")
+        context = assembled
+        model = self._r.model(input.model)
+        response: ModelResponse = await _heartbeating(
+            model.complete(
+                ModelRequest(
+                    messages=context.messages,
+                    model=input.model,
+                    tools=input.tools,
+                    prompt_tokens=context.tokens,
+                )
+            )
+        )
+        reply = response.message
+        out = GenerateResult(
+            message=reply,
+            usage=response.usage,
+            context_tokens=context.tokens,
+            finish_reason=response.finish_reason,
+        )
+        if input.commit is None:
+            return out
+
+        commit = input.commit.model_copy(
+            update={
+                "messages": [*input.commit.messages, reply],
+                "usage": input.commit.usage + response.usage,
+                "result": {
+                    "reply": reply.model_dump(mode="json"),
+                    "usage": response.usage.model_dump(mode="json"),
+                    "context_tokens": context.tokens,
+                },
+            }
+        )
+        done = await _commit(self._r, commit, started, looked_up=True)
+        if done.duplicate:
+            return _duplicate(done)
+        out.commit = _without_outcome(done)
+        return out
+
+    @activity.defn(name=ACT_COMMIT_TURN)
+    @typed_errors
+    async def commit_turn(self, input: CommitTurnInput) -> CommitTurnResult:
+        return await _commit(self._r, input, time.monotonic())
+
+    @activity.defn(name=ACT_READ_KV)
+    @typed_errors
+    async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
+        validate_user_bucket(input.bucket)
+        return await run_transaction(
+            self._r.store,
+            lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key),
+            read_only=True,
+        )
+
+    @activity.defn(name=ACT_READ_FLOW)
+    @typed_errors
+    async def read_flow(self, input: ReadFlowInput) -> FlowOp | None:
+        cp = await run_transaction(
+            self._r.store, lambda tx: tx.flow.latest(input.ref, input.flow_id), read_only=True
+        )
+        if cp is None:
+            return None
+        return FlowOp(flow_id=cp.flow_id, step=cp.step, data=cp.data)
+
+    @activity.defn(name=ACT_READ_STATE)
+    @typed_errors
+    async def read_state(self, input: ReadStateInput) -> ReadStateResult:
+        ref = input.ref
+        found = await run_transaction(
+            self._r.store,
+            lambda tx: tx.state.get(ref.namespace, ref.session_id, ref.agent_id),
+            read_only=True,
+        )
+        if found is None:
+            return ReadStateResult()
+        return ReadStateResult(state=found.state, version=found.version)
+
+
+async def _commit(
+    resources: WorkerResources, commit: CommitTurnInput, started: float, *, looked_up: bool = False
+) -> CommitTurnResult:
+    """Commit a turn; a turn that really committed now (not a duplicate) is counted and
+    logged once, here, whichever activity completed it.
+
+    ``looked_up``: the caller has just found no record of the turn (see ``commit_turn``).
+    A transaction that lost a deadlock runs again at once (``run_transaction``)."""
+    store = resources.store
+    try:
+        done = await run_transaction(store, lambda tx: commit_turn(tx, commit, looked_up=looked_up))
+    except ConflictError:
+        # A concurrent attempt of the same turn won (its record, or a revision or version
+        # it advanced, refused our writes); its transaction committed, ours rolled back
+        # whole. Return what it stored. Without such a record the conflict is the turn's own.
+        stored = await run_transaction(
+            store, lambda tx: find_turn(tx, commit.ref, commit.turn_id), read_only=True
+        )
+        if stored is None:
+            raise
+        return stored
+    if not done.duplicate:
+        record_turn(
+            activity.metric_meter(), commit.usage, timedelta(seconds=time.monotonic() - started)
+        )
+        log.info(
+            "turn %d committed: messages %d-%d, %d prompt + %d completion tokens",
+            done.turn,
+            done.first_seq,
+            done.last_seq,
+            commit.usage.prompt_tokens,
+            commit.usage.completion_tokens,
+        )
+    return done
+
+
+def _duplicate(done: CommitTurnResult) -> GenerateResult:
+    """The stored outcome of an already committed turn, without calling the model again."""
+    stored = done.result
+    reply = stored.get("reply") or {"role": "assistant", "content": ""}
+    message = Message(
+        role="assistant",
+        content=str(reply.get("content", "")),  # type: ignore[union-attr]
+        tool_calls=[ToolCall.model_validate(c) for c in reply.get("tool_calls", [])],  # type: ignore[union-attr]
+    )
+    usage = stored.get("usage") or {}
+    return GenerateResult(
+        message=message,
+        usage=usage,  # type: ignore[arg-type]
+        context_tokens=int(stored.get("context_tokens", 0) or 0),  # type: ignore[arg-type]
+        commit=_without_outcome(done),
+    )
+
+
+def _without_outcome(done: CommitTurnResult) -> CommitTurnResult:
+    """The commit as a model call returns it: the stored outcome repeats the call's own
+    result and would be written to history twice."""
+    return done.model_copy(update={"result": {}})

@@ -1,0 +1,56 @@
+"""One input per request for AgentSession's handlers (a worker interceptor).
+
+Each handler of AgentSession takes one raw input. A request carrying several
+(``temporal workflow signal --input a --input b``) would call the handler with too many
+arguments: a TypeError inside the workflow task, retried forever, and the session would take
+no more turns. This interceptor hands such a request to the handler as ``TooManyInputs``,
+which the handler rejects and records like any other bad input. The plugin installs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.worker import (
+    HandleQueryInput,
+    HandleSignalInput,
+    HandleUpdateInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+from statecore.contract.session import WORKFLOW_TYPE, TooManyInputs
+
+Request = TypeVar("Request", HandleSignalInput, HandleQueryInput, HandleUpdateInput)
+
+
+def _one_input(request: Request) -> Request:
+    if len(request.args) <= 1 or workflow.info().workflow_type != WORKFLOW_TYPE:
+        return request
+    return dataclasses.replace(request, args=[TooManyInputs(count=len(request.args))])
+
+
+class _SingleInputInbound(WorkflowInboundInterceptor):
+    async def handle_signal(self, input: HandleSignalInput) -> None:
+        await super().handle_signal(_one_input(input))
+
+    async def handle_query(self, input: HandleQueryInput) -> Any:
+        return await super().handle_query(_one_input(input))
+
+    def handle_update_validator(self, input: HandleUpdateInput) -> None:
+        super().handle_update_validator(_one_input(input))
+
+    async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+        return await super().handle_update_handler(_one_input(input))
+
+
+class SingleInputInterceptor(Interceptor):
+    """Hands AgentSession requests with more than one input over as ``TooManyInputs``."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return _SingleInputInbound

@@ -1,0 +1,1 @@
+"""Logs that name their session and turn, statecore's metrics, and tracing."""

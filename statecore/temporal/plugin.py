@@ -1,0 +1,160 @@
+"""StatecorePlugin: everything a worker (and client) needs, in one ``SimplePlugin``.
+
+::
+
+    client = await Client.connect("localhost:7233", plugins=[StatecorePlugin(
+        database_url="postgresql+asyncpg://app@db/agents")])
+    await Worker(client, task_queue="statecore").run()
+
+It sets the pydantic data converter, passes statecore's pure modules through the workflow
+sandbox, registers the AgentSession workflow and statecore's activities, and opens the store
+when the worker starts and closes it when the worker stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.converter import PayloadCodec
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from statecore.activities.control import ControlActivities
+from statecore.activities.resources import WorkerResources
+from statecore.activities.turns import TurnActivities
+from statecore.agent_session import WORKFLOWS
+from statecore.agent_session.single_input import SingleInputInterceptor
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core.tokens import DEFAULT_ENCODING, TokenCounter
+from statecore.llm import ChatModel, OfflineModel
+from statecore.store import open_store
+from statecore.store.base import StateStore
+from statecore.temporal.converter import statecore_data_converter
+
+PLUGIN_NAME = "statecore"
+
+#: Modules workflow code imports that are pure and safe to share with the sandbox: loading them
+#: once outside it keeps workflow start-up fast and their classes identical on both sides.
+SANDBOX_PASSTHROUGH = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "statecore.core.models",
+    "statecore.core.errors",
+    "statecore.core.profile",
+    "statecore.contract",
+)
+
+
+def workflow_runner() -> WorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+    )
+
+
+class StatecorePlugin(SimplePlugin):
+    """Durable agent state for a Temporal client and worker.
+
+    Args:
+        database_url: where statecore's state lives (``sqlite+aiosqlite:///path``,
+            ``postgresql+asyncpg://...``, ``mysql+asyncmy://...``, or ``memory://``).
+        store: an already open store to use instead of ``database_url`` (not closed by us).
+        models: the models turns can use, by name; ``"default"`` answers when a session does
+            not name one. Defaults to the deterministic offline model.
+        encoding: the tiktoken encoding used to count tokens (available offline).
+        migrate: apply database migrations when the worker starts.
+        default_ttl_seconds: idle TTL of sessions created without one.
+        extra_workflows: more workflow classes to register (e.g. ones built on the turn API).
+        extra_activities: more activities to register (e.g. the tools of a tool-using agent).
+        activity_factories: callables given this worker's ``WorkerResources`` (store, models,
+            token counter) that return more activities, for activities that need the store
+            the plugin opens (e.g. ``activities.tools.example_tools``).
+        codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
+            ``statecore.encryption.codec.EncryptionCodec`` to keep workflow history encrypted.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        store: StateStore | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+        encoding: str = DEFAULT_ENCODING,
+        migrate: bool = True,
+        default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+        extra_workflows: Sequence[type] = (),
+        extra_activities: Sequence[Callable[..., Any]] = (),
+        activity_factories: Sequence[
+            Callable[[WorkerResources], Sequence[Callable[..., Any]]]
+        ] = (),
+        codec: PayloadCodec | None = None,
+    ) -> None:
+        if (database_url is None) == (store is None):
+            raise ValueError("pass exactly one of database_url= or store=")
+        if database_url is not None and not isinstance(database_url, str):
+            raise ValueError("database_url must be a string URL")
+        if models is not None and "default" not in models:
+            raise ValueError("models must include a 'default' entry")
+        if codec is not None and not isinstance(codec, PayloadCodec):
+            raise ValueError("codec must be a temporalio.converter.PayloadCodec")
+        counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
+        self.resources = WorkerResources(
+            models=dict(models) if models else {"default": OfflineModel()}, counter=counter
+        )
+        self._database_url = database_url
+        self._given_store = store
+        self._migrate = migrate
+        self._default_ttl = default_ttl_seconds
+        turns = TurnActivities(self.resources)
+        control = ControlActivities(self.resources)
+        activities = [
+            turns.generate,
+            turns.commit_turn,
+            turns.read_kv,
+            turns.read_flow,
+            turns.read_state,
+            control.open_session,
+            control.close_session,
+            control.describe,
+            control.reset,
+            control.compact,
+            control.add_hint,
+            *extra_activities,
+            *(made for factory in activity_factories for made in factory(self.resources)),
+        ]
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=statecore_data_converter(codec),
+            activities=activities,
+            workflows=[*WORKFLOWS, *extra_workflows],
+            workflow_runner=workflow_runner(),
+            # AgentSession handlers take one input; see statecore.agent_session.single_input.
+            interceptors=[SingleInputInterceptor()],
+            run_context=self._run_context,
+        )
+
+    @asynccontextmanager
+    async def _run_context(self) -> AsyncIterator[None]:
+        if self._given_store is not None:
+            self.resources.attach(self._given_store)
+            try:
+                yield
+            finally:
+                self.resources.attach(None)
+            return
+        assert self._database_url is not None
+        store = await open_store(
+            self._database_url,
+            token_counter=self.resources.counter,
+            default_ttl_seconds=self._default_ttl,
+            migrate=self._migrate,
+        )
+        self.resources.attach(store)
+        try:
+            yield
+        finally:
+            self.resources.attach(None)
+            await store.close()

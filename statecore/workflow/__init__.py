@@ -1,0 +1,16 @@
+"""The turn API, for use inside any Temporal workflow (sandbox-safe).
+
+::
+
+    session = TurnSession(SessionRef(agent_id="planner", session_id=sid))
+    async with session.turn(turn_id) as turn:
+        turn.append(Message(role="user", content=text))
+        reply = await turn.respond()
+
+See ``statecore.workflow.turn`` for the contract.
+"""
+
+from statecore.workflow.buffers import TurnFlow, TurnKV, TurnState
+from statecore.workflow.turn import Turn, TurnSession
+
+__all__ = ["Turn", "TurnFlow", "TurnKV", "TurnSession", "TurnState"]
