@@ -27,14 +27,15 @@ CONTEXT_PART = "statecore.part"
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+_EMPTY_OBJECT_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}}
+
+
 class ToolSpec(StatecoreModel):
     """A tool the model may call: its name, what it does, and a JSON schema of its arguments."""
 
     name: str
     description: str = ""
-    parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, JsonValue] = Field(default_factory=lambda: _EMPTY_OBJECT_SCHEMA.copy())
 
     @field_validator("name")
     @classmethod

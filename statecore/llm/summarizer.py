@@ -97,7 +97,7 @@ def _transcript(messages: Sequence[StoredMessage]) -> list[str]:
 def _line(message: StoredMessage, tool_names: dict[str, str]) -> str:
     parts = [" ".join(message.content.split())] if message.content.strip() else []
     parts.extend(f"called tool {c.name} with {c.arguments}" for c in message.tool_calls)
-    speaker = message.role
+    speaker: str = message.role
     if message.role == "tool":
         speaker = f"tool {tool_names.get(message.tool_call_id or '') or message.name or 'result'}"
     elif message.name:

@@ -153,7 +153,7 @@ class AgentSessionClient:
         delay = 0.05
         while True:
             # A with-start operation is single-use: build a new one per attempt.
-            start = WithStartWorkflowOperation(
+            start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
                 WORKFLOW_TYPE,
                 session,
                 id=self.workflow_id(agent_id, session_id),
@@ -161,13 +161,15 @@ class AgentSessionClient:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             )
             try:
-                return await self.client.execute_update_with_start_workflow(
+                # Named by string (the workflow class is not imported here), so typed by hand.
+                result: TurnResult = await self.client.execute_update_with_start_workflow(
                     "send_message",
                     message,
                     start_workflow_operation=start,
                     id=turn_id,
                     result_type=TurnResult,
                 )
+                return result
             except (
                 WorkflowUpdateFailedError,
                 RPCError,
@@ -203,7 +205,10 @@ class AgentSessionClient:
         if include_data:
             return await self._update(handle, "describe_state", DescribeInput(include_data=True))
         try:
-            return await handle.query("describe", DescribeInput(), result_type=SessionReport)
+            report: SessionReport = await handle.query(
+                "describe", DescribeInput(), result_type=SessionReport
+            )
+            return report
         except (RPCError, WorkflowQueryFailedError) as err:
             raise _typed(err) from err
 
@@ -254,7 +259,10 @@ class AgentSessionClient:
 
     async def _update(self, handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> SessionReport:
         try:
-            return await handle.execute_update(name, arg, result_type=SessionReport)
+            report: SessionReport = await handle.execute_update(
+                name, arg, result_type=SessionReport
+            )
+            return report
         except (WorkflowUpdateFailedError, RPCError) as err:
             raise _typed(err) from err
 
@@ -279,7 +287,7 @@ def _transient(err: Exception) -> bool:
             RPCStatusCode.UNAVAILABLE,
             RPCStatusCode.ABORTED,
         )
-    cause = err.cause
+    cause = getattr(err, "cause", None)
     return isinstance(cause, ApplicationError) and cause.type in _RETRYABLE_CODES
 
 
