@@ -80,8 +80,8 @@ async def check_sql(url: str, agent_id: str, expected: dict[str, list[str]]) -> 
             sessions = (
                 await conn.execute(
                     text(
-                        "SELECT id, session_id, last_seq, message_count FROM sessions"
-                        " WHERE agent_id = :agent"
+                        "SELECT id, session_id, last_seq, message_count"
+                        " FROM statecore_sessions WHERE agent_id = :agent"
                     ),
                     {"agent": agent_id},
                 )
@@ -89,8 +89,8 @@ async def check_sql(url: str, agent_id: str, expected: dict[str, list[str]]) -> 
             rows = (
                 await conn.execute(
                     text(
-                        "SELECT m.session_pk, m.seq, m.turn_id, m.idx, m.role FROM messages m"
-                        " ORDER BY m.session_pk, m.seq"
+                        "SELECT m.session_pk, m.seq, m.turn_id, m.idx, m.role"
+                        " FROM statecore_messages m ORDER BY m.session_pk, m.seq"
                     )
                 )
             ).all()

@@ -249,7 +249,8 @@ async def _session_pk(store: SqlStateStore, ref: SessionRef) -> int:
     async with store.engine.connect() as conn:
         found = await conn.scalar(
             text(
-                "SELECT id FROM sessions WHERE namespace = :n AND agent_id = :a AND session_id = :s"
+                "SELECT id FROM statecore_sessions"
+                " WHERE namespace = :n AND agent_id = :a AND session_id = :s"
             ),
             {"n": ref.namespace, "a": ref.agent_id, "s": ref.session_id},
         )
@@ -318,17 +319,18 @@ async def verify_rows(store: SqlStateStore, ref: SessionRef, seeded: Seeded) -> 
         count, first, last, tokens = (
             await conn.execute(
                 text(
-                    "SELECT count(*), min(seq), max(seq), sum(tokens) FROM messages "
-                    "WHERE session_pk = :pk"
+                    "SELECT count(*), min(seq), max(seq), sum(tokens) "
+                    "FROM statecore_messages WHERE session_pk = :pk"
                 ),
                 {"pk": pk},
             )
         ).one()
         broken = await conn.scalar(
             text(
-                "SELECT count(*) FROM messages m LEFT JOIN messages p ON p.session_pk = "
-                "m.session_pk AND p.seq = m.seq - 1 WHERE m.session_pk = :pk AND "
-                "m.cumulative_tokens <> COALESCE(p.cumulative_tokens, 0) + m.tokens"
+                "SELECT count(*) FROM statecore_messages m LEFT JOIN statecore_messages p "
+                "ON p.session_pk = m.session_pk AND p.seq = m.seq - 1 "
+                "WHERE m.session_pk = :pk "
+                "AND m.cumulative_tokens <> COALESCE(p.cumulative_tokens, 0) + m.tokens"
             ),
             {"pk": pk},
         )

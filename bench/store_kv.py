@@ -30,14 +30,16 @@ VALUE = {
 }
 
 _PUT = (
-    "INSERT INTO kv_entries (namespace, owner, bucket, key, kind, value, revision, created_at, "
-    "updated_at, expires_at) VALUES ({1}, {2}, {3}, {4}, 'json', {5}, 1, {6}, {6}, NULL) "
+    "INSERT INTO statecore_kv_entries (namespace, owner, bucket, key, kind, value, revision, "
+    "created_at, updated_at, expires_at) "
+    "VALUES ({1}, {2}, {3}, {4}, 'json', {5}, 1, {6}, {6}, NULL) "
     "ON CONFLICT (namespace, owner, bucket, key) DO UPDATE SET kind = excluded.kind, "
-    "value = excluded.value, revision = kv_entries.revision + 1, "
+    "value = excluded.value, revision = statecore_kv_entries.revision + 1, "
     "updated_at = excluded.updated_at, expires_at = NULL RETURNING revision"
 )
 _GET = (
-    "SELECT kind, value, revision, created_at, updated_at, expires_at FROM kv_entries "
+    "SELECT kind, value, revision, created_at, updated_at, expires_at "
+    "FROM statecore_kv_entries "
     "WHERE namespace = {1} AND owner = {2} AND bucket = {3} AND key = {4} "
     "AND (expires_at IS NULL OR expires_at > {5})"
 )

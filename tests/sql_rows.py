@@ -2,7 +2,8 @@
 
 ``all_rows`` reads every table of the schema in primary-key order. ``rows_by_owner`` groups
 the same rows by who owns them, so a test can show that work on one session, (task, agent)
-scope or namespace left every other owner's rows exactly as they were.
+scope or namespace left every other owner's rows exactly as they were. Tables are keyed by
+their name without statecore's ``statecore_`` prefix (``"messages"``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from statecore.store.sql.schema import kv_entries, metadata, scoped_states, sessions
+from statecore.store.sql.schema import TABLE_PREFIX, kv_entries, metadata, scoped_states, sessions
 
 Rows = dict[str, list[tuple[Any, ...]]]
 #: (namespace, agent_id, session_id or task_id) for a session or a (task, agent) scope, and
@@ -30,10 +31,14 @@ async def all_rows(database_url: str) -> Rows:
             rows: Rows = {}
             for table in metadata.sorted_tables:
                 result = await conn.execute(select(table).order_by(*table.primary_key.columns))
-                rows[table.name] = [tuple(row) for row in result.all()]
+                rows[_key(table)] = [tuple(row) for row in result.all()]
             return rows
     finally:
         await engine.dispose()
+
+
+def _key(table: Table) -> str:
+    return table.name.removeprefix(TABLE_PREFIX)
 
 
 def _kv_owner(row: Any) -> Owner:
@@ -55,7 +60,7 @@ async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
             owners: dict[int, Owner] = {}
             for row in (await conn.execute(select(sessions).order_by(sessions.c.id))).all():
                 owners[row.id] = (row.namespace, row.agent_id, row.session_id)
-                grouped[owners[row.id]]["sessions"].append(tuple(row))
+                grouped[owners[row.id]][_key(sessions)].append(tuple(row))
             for table in metadata.sorted_tables:
                 if table is sessions:
                     continue
@@ -67,7 +72,7 @@ async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
                         owner = (row.namespace, row.agent_id, row.task_id)
                     else:
                         owner = owners[row.session_pk]
-                    grouped[owner][table.name].append(tuple(row))
+                    grouped[owner][_key(table)].append(tuple(row))
     finally:
         await engine.dispose()
     return {owner: dict(tables) for owner, tables in grouped.items()}

@@ -341,7 +341,8 @@ async def test_worker_runs_as_the_compose_file_runs_it(
         engine = create_async_engine(url, poolclass=NullPool)
         try:
             async with engine.connect() as conn:
-                rows = (await conn.execute(text("SELECT turn_id, role FROM messages"))).all()
+                found = await conn.execute(text("SELECT turn_id, role FROM statecore_messages"))
+                rows = found.all()
         finally:
             await engine.dispose()
         assert sorted(rows) == [("t1", "assistant"), ("t1", "user")]

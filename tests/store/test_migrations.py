@@ -1,42 +1,26 @@
 """Alembic migrations: upgrade from empty on every dialect, and the migrated schema is exactly
-the one ``statecore.store.sql.schema`` declares."""
+the one ``statecore.store.sql.schema`` declares, every table prefixed with ``statecore_``."""
 
 from __future__ import annotations
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Integer, MetaData, inspect
+from sqlalchemy import Integer, MetaData
 from sqlalchemy.engine import Connection
 
 from statecore.core.errors import MigrationError
 from statecore.store.migrate import (
     HEAD_REVISION,
-    alembic_config,
     current_revision,
     script_head,
     upgrade_database,
 )
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import metadata
+from statecore.store.sql.schema import TABLE_PREFIX, VERSION_TABLE, metadata
 from tests.dbs import fresh_database
-
-ALL = [
-    pytest.param("sqlite"),
-    pytest.param("postgresql", marks=pytest.mark.postgres),
-    pytest.param("mysql", marks=pytest.mark.mariadb),
-]
-TABLES = {
-    "sessions",
-    "messages",
-    "hints",
-    "kv_entries",
-    "scoped_states",
-    "flow_checkpoints",
-    "orchestration_states",
-}
+from tests.store.migration_helpers import ALL, PREFIXED, UNPREFIXED, downgrade, table_names
 
 
 def test_head_constant_matches_the_shipped_scripts() -> None:
@@ -50,13 +34,8 @@ async def test_upgrade_from_empty_reaches_head(dialect: str) -> None:
 
         assert await upgrade_database(url) == HEAD_REVISION
         assert await current_revision(url) == HEAD_REVISION
-        engine = create_store_engine(url)
-        try:
-            async with engine.connect() as conn:
-                tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
-        finally:
-            await engine.dispose()
-        assert tables >= TABLES
+        # Every table statecore made carries its prefix, its version table included.
+        assert await table_names(url) == PREFIXED | {VERSION_TABLE}
 
         # Upgrading a database already at head changes nothing.
         assert await upgrade_database(url) == HEAD_REVISION
@@ -66,23 +45,14 @@ async def test_upgrade_from_empty_reaches_head(dialect: str) -> None:
 async def test_downgrade_to_base_and_back(dialect: str) -> None:
     async with fresh_database(dialect, "mig") as url:
         await upgrade_database(url)
-        engine = create_store_engine(url)
-        try:
-            async with engine.begin() as conn:
-
-                def downgrade(sync_conn: Connection) -> None:
-                    config = alembic_config()
-                    config.attributes["connection"] = sync_conn
-                    command.downgrade(config, "base")
-
-                await conn.run_sync(downgrade)
-            async with engine.connect() as conn:
-                tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
-        finally:
-            await engine.dispose()
-        assert not (TABLES & tables)
+        await downgrade(url, "0001")
+        assert await table_names(url) == UNPREFIXED | {VERSION_TABLE}
+        assert await current_revision(url) == "0001"
+        await downgrade(url, "base")
+        assert await table_names(url) == {VERSION_TABLE}
         assert await current_revision(url) is None
         assert await upgrade_database(url) == HEAD_REVISION
+        assert await _schema_diffs(url, metadata) == []
 
 
 async def _schema_diffs(url: str, target: MetaData) -> list[object]:
@@ -92,7 +62,12 @@ async def _schema_diffs(url: str, target: MetaData) -> list[object]:
 
             def diff(sync_conn: Connection) -> list[object]:
                 context = MigrationContext.configure(
-                    sync_conn, opts={"compare_type": True, "compare_server_default": True}
+                    sync_conn,
+                    opts={
+                        "compare_type": True,
+                        "compare_server_default": True,
+                        "version_table": VERSION_TABLE,
+                    },
                 )
                 return list(compare_metadata(context, target))
 
@@ -114,13 +89,13 @@ async def test_schema_comparison_notices_a_drifted_model(dialect: str) -> None:
     drifted = MetaData(naming_convention=metadata.naming_convention)
     for table in metadata.sorted_tables:
         table.to_metadata(drifted)
-    drifted.tables["hints"].c.text.type = Integer()
-    drifted.tables["messages"].indexes.clear()
+    drifted.tables[TABLE_PREFIX + "hints"].c.text.type = Integer()
+    drifted.tables[TABLE_PREFIX + "messages"].indexes.clear()
     async with fresh_database(dialect, "cmp") as url:
         await upgrade_database(url)
         diffs = [str(d) for d in await _schema_diffs(url, drifted)]
-    assert any("'hints', 'text'" in d for d in diffs), diffs
-    assert any("ix_messages_session_pk_cumulative_tokens" in d for d in diffs), diffs
+    assert any("'statecore_hints', 'text'" in d for d in diffs), diffs
+    assert any("ix_statecore_messages_session_pk_cumulative_tokens" in d for d in diffs), diffs
 
 
 @pytest.mark.parametrize("dialect", ALL)

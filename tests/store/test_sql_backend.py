@@ -225,13 +225,13 @@ async def test_delete_leaves_no_row_of_the_session_behind(store: SqlStateStore) 
     after = await _row_counts(store)
     # Exactly one session's rows went: the other session's are all still there.
     assert {table: before[table] - after[table] for table in before} == {
-        "sessions": 1,
-        "messages": 3,
-        "hints": 1,
-        "flow_checkpoints": 1,
-        "orchestration_states": 1,
-        "kv_entries": 1,
-        "scoped_states": 1,
+        "statecore_sessions": 1,
+        "statecore_messages": 3,
+        "statecore_hints": 1,
+        "statecore_flow_checkpoints": 1,
+        "statecore_orchestration_states": 1,
+        "statecore_kv_entries": 1,
+        "statecore_scoped_states": 1,
     }
 
 
@@ -317,8 +317,8 @@ async def test_in_memory_sqlite_is_migrated_on_connect_and_serialises_transactio
 
 def _session_statements(statements: list[tuple[str, Any]]) -> tuple[int, int]:
     """(SELECTs of the sessions table, UPDATEs of it) among ``statements``."""
-    reads = sum(1 for s, _ in statements if s.lstrip().startswith("SELECT sessions."))
-    writes = sum(1 for s, _ in statements if s.lstrip().startswith("UPDATE sessions"))
+    reads = sum(1 for s, _ in statements if s.lstrip().startswith("SELECT statecore_sessions."))
+    writes = sum(1 for s, _ in statements if s.lstrip().startswith("UPDATE statecore_sessions"))
     return reads, writes
 
 

@@ -13,15 +13,23 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import metadata
+from statecore.store.sql.schema import TABLE_PREFIX, VERSION_TABLE, metadata
 
 config = context.config
+
+
+def _is_statecore(name: str | None, type_: str, _parents: object) -> bool:
+    # The database may hold the application's own tables; autogenerate must neither drop
+    # them nor count them as drift.
+    return type_ != "table" or bool(name and name.startswith(TABLE_PREFIX))
 
 
 def _run_on(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
+        version_table=VERSION_TABLE,
+        include_name=_is_statecore,
         compare_type=True,
         # SQLite cannot ALTER most constraints; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
@@ -40,7 +48,9 @@ async def _run_with_own_engine(url: str) -> None:
 
 
 def _run_offline(url: str) -> None:
-    context.configure(url=url, target_metadata=metadata, literal_binds=True)
+    context.configure(
+        url=url, target_metadata=metadata, version_table=VERSION_TABLE, literal_binds=True
+    )
     with context.begin_transaction():
         context.run_migrations()
 

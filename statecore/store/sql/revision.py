@@ -10,17 +10,20 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from statecore.core.errors import MigrationError
+from statecore.store.sql.engine import SQLITE_BUSY_TIMEOUT_SECONDS
+from statecore.store.sql.migration_lock import MIGRATION_LOCK_TIMEOUT_SECONDS, migration_lock
+from statecore.store.sql.version_table import move_legacy_version_table, recorded_revision
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 
 #: The revision this code's schema corresponds to (the newest file in migrations/versions).
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 
 def alembic_config(url: str | None = None) -> Config:
@@ -42,15 +45,30 @@ def script_head() -> str:
 
 
 def revision_of(connection: Connection) -> str | None:
-    """The revision recorded in a database (None when it was never migrated)."""
-    return MigrationContext.configure(connection).get_current_revision()
+    """statecore's revision recorded in a database (None when statecore never migrated it),
+    read from ``statecore_alembic_version`` or, before revision 0002, ``alembic_version``."""
+    return recorded_revision(connection)
 
 
-async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> str:
+async def upgrade_engine(
+    engine: AsyncEngine,
+    revision: str = "head",
+    *,
+    lock_timeout: float = MIGRATION_LOCK_TIMEOUT_SECONDS,
+) -> str:
     """Upgrade the database behind ``engine`` to ``revision``; returns the revision now
-    current."""
-    async with engine.begin() as conn:
-        await conn.run_sync(_upgrade, revision)
+    current. Concurrent upgrades of one database run one after the other (``migration_lock``);
+    one waits at most ``lock_timeout`` seconds for another."""
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_upgrade_locked, revision, lock_timeout)
+    except OperationalError as exc:
+        if engine.dialect.name == "sqlite" and "database is locked" in str(exc.orig):
+            raise MigrationError(
+                f"waited {SQLITE_BUSY_TIMEOUT_SECONDS:g} s for SQLite's write lock to migrate "
+                f"{engine.url.database}; another process kept writing to it or migrating it"
+            ) from exc
+        raise
     async with engine.connect() as conn:
         current = await conn.run_sync(revision_of)
     if current is None:
@@ -70,6 +88,12 @@ async def require_head(engine: AsyncEngine) -> None:
             found=revision,
             required=HEAD_REVISION,
         )
+
+
+def _upgrade_locked(connection: Connection, revision: str, lock_timeout: float) -> None:
+    with migration_lock(connection, lock_timeout):
+        move_legacy_version_table(connection)
+        _upgrade(connection, revision)
 
 
 def _upgrade(connection: Connection, revision: str) -> None:

@@ -30,6 +30,13 @@ from statecore.store.sql.types import (
     medium_text,
 )
 
+#: Every statecore table starts with this, so statecore can share a database with the
+#: application that uses it (whose own tables may well be called ``sessions`` or ``messages``).
+TABLE_PREFIX = "statecore_"
+#: Alembic's version table for statecore's revisions, apart from the application's own
+#: ``alembic_version``.
+VERSION_TABLE = TABLE_PREFIX + "alembic_version"
+
 #: Constraint names are derived, never left to the database, so a migration can name what
 #: it alters on every dialect.
 NAMING_CONVENTION = {
@@ -51,13 +58,13 @@ class Base(DeclarativeBase):
 
 
 def _session_fk() -> ForeignKey:
-    return ForeignKey("sessions.id", ondelete="CASCADE")
+    return ForeignKey(f"{SessionRow.__tablename__}.id", ondelete="CASCADE")
 
 
 class SessionRow(Base):
     """One agent session: its identity, log counters, prompt, summary and idle clock."""
 
-    __tablename__ = "sessions"
+    __tablename__ = TABLE_PREFIX + "sessions"
     __table_args__ = (
         UniqueConstraint("namespace", "agent_id", "session_id"),
         _MYSQL_TABLE,
@@ -87,7 +94,7 @@ class SessionRow(Base):
 class MessageRow(Base):
     """One message of a session's log; ``cumulative_tokens`` makes the window one query."""
 
-    __tablename__ = "messages"
+    __tablename__ = TABLE_PREFIX + "messages"
     __table_args__ = (
         # Idempotent appends: a replayed turn finds its messages here.
         UniqueConstraint("session_pk", "turn_id", "idx"),
@@ -115,7 +122,7 @@ class MessageRow(Base):
 class HintRow(Base):
     """A standing instruction injected after the summary."""
 
-    __tablename__ = "hints"
+    __tablename__ = TABLE_PREFIX + "hints"
     # AUTOINCREMENT on SQLite so a removed hint's id is never handed out again.
     __table_args__ = ({"sqlite_autoincrement": True, **_MYSQL_TABLE},)
 
@@ -128,7 +135,7 @@ class HintRow(Base):
 class KVEntryRow(Base):
     """A key of a bucket, owned by a namespace (owner '') or a session ('agent/session')."""
 
-    __tablename__ = "kv_entries"
+    __tablename__ = TABLE_PREFIX + "kv_entries"
     __table_args__ = (
         UniqueConstraint("namespace", "owner", "bucket", "key"),
         _MYSQL_TABLE,
@@ -151,7 +158,7 @@ class KVEntryRow(Base):
 class ScopedStateRow(Base):
     """One JSON document per (namespace, task_id, agent_id)."""
 
-    __tablename__ = "scoped_states"
+    __tablename__ = TABLE_PREFIX + "scoped_states"
     __table_args__ = (
         UniqueConstraint("namespace", "task_id", "agent_id"),
         _MYSQL_TABLE,
@@ -170,7 +177,7 @@ class ScopedStateRow(Base):
 class FlowCheckpointRow(Base):
     """One checkpoint of a flow; every version is kept."""
 
-    __tablename__ = "flow_checkpoints"
+    __tablename__ = TABLE_PREFIX + "flow_checkpoints"
     __table_args__ = (
         UniqueConstraint("session_pk", "flow_id", "version"),
         _MYSQL_TABLE,
@@ -189,7 +196,7 @@ class FlowCheckpointRow(Base):
 class OrchestrationRow(Base):
     """AgentDock orchestration state; last access and TTL live on the session row."""
 
-    __tablename__ = "orchestration_states"
+    __tablename__ = TABLE_PREFIX + "orchestration_states"
     __table_args__ = (_MYSQL_TABLE,)
 
     session_pk: Mapped[int] = mapped_column(
@@ -204,10 +211,12 @@ class OrchestrationRow(Base):
 
 
 metadata = Base.metadata
-sessions = SessionRow.__table__
-messages = MessageRow.__table__
-hints = HintRow.__table__
-kv_entries = KVEntryRow.__table__
-scoped_states = ScopedStateRow.__table__
-flow_checkpoints = FlowCheckpointRow.__table__
-orchestration_states = OrchestrationRow.__table__
+# Looked up in the metadata (typed Table) rather than read from ``Row.__table__`` (typed as
+# any FromClause), so insert/update/delete accept them as they are.
+sessions = metadata.tables[SessionRow.__tablename__]
+messages = metadata.tables[MessageRow.__tablename__]
+hints = metadata.tables[HintRow.__tablename__]
+kv_entries = metadata.tables[KVEntryRow.__tablename__]
+scoped_states = metadata.tables[ScopedStateRow.__tablename__]
+flow_checkpoints = metadata.tables[FlowCheckpointRow.__tablename__]
+orchestration_states = metadata.tables[OrchestrationRow.__tablename__]

@@ -9,6 +9,7 @@ building the same schema whatever later code changes.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -30,7 +31,7 @@ depends_on: str | Sequence[str] | None = None
 ID = 128
 OWNER = 257
 KEY = 512
-MYSQL = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
+MYSQL: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
 
 
 def _session_fk(table: str) -> sa.ForeignKeyConstraint:
