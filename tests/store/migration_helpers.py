@@ -65,6 +65,15 @@ async def record_revision_the_old_way(url: str) -> None:
                 await conn.execute(text(f"RENAME TABLE {VERSION_TABLE} TO alembic_version"))
             else:
                 await conn.execute(text(f"ALTER TABLE {VERSION_TABLE} RENAME TO alembic_version"))
+            if engine.dialect.name == "postgresql":
+                # The primary key's name is global to the schema there, and Alembic names it
+                # after the table.
+                await conn.execute(
+                    text(
+                        f"ALTER TABLE alembic_version RENAME CONSTRAINT {VERSION_TABLE}_pkc"
+                        " TO alembic_version_pkc"
+                    )
+                )
     finally:
         await engine.dispose()
 

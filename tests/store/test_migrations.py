@@ -84,6 +84,18 @@ async def test_migrated_database_matches_model_metadata(dialect: str) -> None:
 
 
 @pytest.mark.parametrize("dialect", ALL)
+async def test_every_revision_in_turn_builds_the_model_metadata(dialect: str) -> None:
+    """An empty database gets head's schema in one step; a database at 0001 gets there
+    through the revisions. Both must end with exactly the same schema."""
+    async with fresh_database(dialect, "cmp") as url:
+        assert await upgrade_database(url, "0001") == "0001"
+        assert await table_names(url) == UNPREFIXED | {VERSION_TABLE}
+        assert await upgrade_database(url) == HEAD_REVISION
+        assert await table_names(url) == PREFIXED | {VERSION_TABLE}
+        assert await _schema_diffs(url, metadata) == []
+
+
+@pytest.mark.parametrize("dialect", ALL)
 async def test_schema_comparison_notices_a_drifted_model(dialect: str) -> None:
     """The comparison above can fail: a model that differs from the migration shows up."""
     drifted = MetaData(naming_convention=metadata.naming_convention)

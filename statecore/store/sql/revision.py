@@ -18,7 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from statecore.core.errors import MigrationError
 from statecore.store.sql.engine import SQLITE_BUSY_TIMEOUT_SECONDS
 from statecore.store.sql.migration_lock import MIGRATION_LOCK_TIMEOUT_SECONDS, migration_lock
-from statecore.store.sql.version_table import move_legacy_version_table, recorded_revision
+from statecore.store.sql.schema import metadata
+from statecore.store.sql.version_table import (
+    move_legacy_version_table,
+    recorded_revision,
+    unrecorded_legacy_tables,
+)
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 
@@ -91,9 +96,38 @@ async def require_head(engine: AsyncEngine) -> None:
 
 
 def _upgrade_locked(connection: Connection, revision: str, lock_timeout: float) -> None:
+    # Read the revision only once the lock is held: the previous holder may have just
+    # migrated the database.
     with migration_lock(connection, lock_timeout):
         move_legacy_version_table(connection)
-        _upgrade(connection, revision)
+        if revision in ("head", HEAD_REVISION) and revision_of(connection) is None:
+            _create_at_head(connection)
+        else:
+            _upgrade(connection, revision)
+
+
+def _create_at_head(connection: Connection) -> None:
+    """Build today's schema in an empty database and record it as head.
+
+    This is Alembic's recipe for a database built from scratch. The revisions remain the way
+    up from an older schema; replaying them here would first create revision 0001's
+    unprefixed tables, whose names an application sharing the database may already use.
+    """
+    found = unrecorded_legacy_tables(connection)
+    if found:
+        raise MigrationError(
+            f"the database has statecore's unprefixed tables ({', '.join(sorted(found))}) but no "
+            "statecore revision in statecore_alembic_version or alembic_version; restore the "
+            "version row (revision 0001) in alembic_version, then upgrade again",
+            found=None,
+            required=HEAD_REVISION,
+        )
+    # checkfirst=False: a statecore table already present without a recorded revision is an
+    # error to show, not something to build around.
+    metadata.create_all(connection, checkfirst=False)
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.stamp(config, "head")
 
 
 def _upgrade(connection: Connection, revision: str) -> None:

@@ -61,6 +61,16 @@ def legacy_revision(connection: Connection) -> str | None:
     return str(versions[0])
 
 
+def unrecorded_legacy_tables(connection: Connection) -> set[str]:
+    """statecore's unprefixed tables, when all of them are present although no statecore
+    revision is recorded anywhere (an empty set otherwise, and for a database that merely has
+    an application's ``sessions`` or ``messages``)."""
+    if recorded_revision(connection) is not None:
+        return set()
+    names = set(inspect(connection).get_table_names())
+    return set(LEGACY_TABLES) if names >= LEGACY_TABLES else set()
+
+
 def move_legacy_version_table(connection: Connection) -> str | None:
     """Move statecore's revision from ``alembic_version`` to VERSION_TABLE and drop the old
     table (it held nothing else). Returns the revision moved, None when there was none."""

@@ -13,6 +13,9 @@ dropping a parent never cascades into rows still in use.
 The version table moves too (``alembic_version`` -> ``statecore_alembic_version``); that is the
 migration runner's job (``statecore.store.sql.version_table``), done before this revision runs.
 
+Downgrading needs the unprefixed names free, as revision 0001 itself does; when an
+application already uses one, the downgrade refuses before changing anything.
+
 Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
@@ -23,6 +26,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from statecore.core.errors import MigrationError
 from statecore.store.sql.types import (
     UtcDateTime,
     ascii_id,
@@ -103,6 +107,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    taken = set(TABLES) & set(sa.inspect(op.get_bind()).get_table_names())
+    if taken:
+        raise MigrationError(
+            "cannot downgrade below revision 0002: revision 0001 names its tables "
+            f"{', '.join(TABLES)}, and this database already has {', '.join(sorted(taken))} "
+            "(the application's own, most likely); nothing was changed"
+        )
     _move(_new, _old)
 
 
