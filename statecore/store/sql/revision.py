@@ -70,7 +70,8 @@ async def upgrade_engine(
     except OperationalError as exc:
         if engine.dialect.name == "sqlite" and "database is locked" in str(exc.orig):
             raise MigrationError(
-                f"waited {SQLITE_BUSY_TIMEOUT_SECONDS:g} s for SQLite's write lock to migrate "
+                "waited the connection's busy timeout (statecore's default: "
+                f"{SQLITE_BUSY_TIMEOUT_SECONDS:g} s) for SQLite's write lock to migrate "
                 f"{engine.url.database}; another process kept writing to it or migrating it"
             ) from exc
         raise
