@@ -33,6 +33,7 @@ executable form and runs against every backend.
 from __future__ import annotations
 
 import abc
+import builtins
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -86,7 +87,7 @@ class SessionStore(abc.ABC):
         """Sessions of a namespace ordered by (agent_id, session_id), paginated by ``after``."""
 
     @abc.abstractmethod
-    async def expired(self, now: datetime, *, limit: int = 1000) -> list[SessionRef]:
+    async def expired(self, now: datetime, *, limit: int = 1000) -> builtins.list[SessionRef]:
         """Sessions whose ``last_accessed + ttl_seconds`` is before ``now``, any namespace."""
 
     @abc.abstractmethod
@@ -101,7 +102,7 @@ class SessionStore(abc.ABC):
         Returns the number of sessions removed."""
 
     @abc.abstractmethod
-    async def namespaces(self) -> list[str]:
+    async def namespaces(self) -> builtins.list[str]:
         """Every namespace that has at least one session, KV entry or scoped state."""
 
 

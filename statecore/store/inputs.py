@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -309,11 +309,21 @@ def checked_orchestration_update(update: Any) -> tuple[dict[str, Any], int | Non
     return changes, ttl
 
 
+class Versioned(Protocol):
+    """Anything stored with a version number (a scoped-state row of either backend)."""
+
+    @property
+    def version(self) -> int: ...
+
+
+VersionedT = TypeVar("VersionedT", bound=Versioned)
+
+
 def check_state_version(
-    current: Any, expected_version: int | None, task_id: str, agent_id: str
-) -> None:
-    """Refuse an update of a scoped state that does not exist (``current`` is None) or is
-    not at ``expected_version`` (None: any version); ``current`` has a ``version``."""
+    current: VersionedT | None, expected_version: int | None, task_id: str, agent_id: str
+) -> VersionedT:
+    """``current``, once it is known to exist and to be at ``expected_version`` (None: any
+    version); NotFoundError or VersionConflictError otherwise."""
     if current is None:
         raise NotFoundError(
             f"task {task_id} / agent {agent_id} has no state; create it first",
@@ -327,6 +337,7 @@ def check_state_version(
             current=current.version,
             expected=expected_version,
         )
+    return current
 
 
 def checked_append(ref: Any, turn_id: Any, messages: Any, start_index: Any) -> list[Message]:

@@ -9,6 +9,7 @@ exact: each clears its own buckets and never another's.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from statecore.core.errors import InvalidInputError, NotFoundError
@@ -76,7 +77,7 @@ class ToolSlots:
     async def delete(self, tool: str, key: str) -> bool:
         return await self._kv.delete(self._scope, tool_bucket(tool), validate_key(key))
 
-    async def tools(self) -> list[str]:
+    async def tools(self) -> builtins.list[str]:
         """Names of tools that have data in this session."""
         buckets = await self._kv.buckets(self._scope)
         return sorted(

@@ -79,7 +79,7 @@ class MemoryScopedStateStore(ScopedStateStore):
             check_int(expected_version, "expected_version", minimum=1)
         ws = self._ctx.ws
         current = ws.states.get(key)
-        check_state_version(current, expected_version, task_id, agent_id)
+        current = check_state_version(current, expected_version, task_id, agent_id)
         row = StateRow(
             document=document,
             version=current.version + 1,

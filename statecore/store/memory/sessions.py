@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime, timedelta
 
 from statecore.core.models import SessionInfo, SessionRef, validate_identifier
@@ -79,7 +80,7 @@ class MemorySessionStore(SessionStore):
             ]
         return refs[:limit]
 
-    async def expired(self, now: datetime, *, limit: int = 1000) -> list[SessionRef]:
+    async def expired(self, now: datetime, *, limit: int = 1000) -> builtins.list[SessionRef]:
         now = check_aware(now, "now")
         check_page_limit(limit)
         overdue = sorted(
@@ -112,7 +113,7 @@ class MemorySessionStore(SessionStore):
             ws.states.delete(state)
         return len(sessions)
 
-    async def namespaces(self) -> list[str]:
+    async def namespaces(self) -> builtins.list[str]:
         ws = self._ctx.ws
         found = {key[0] for key, _ in ws.sessions.items()}
         found.update(key[0] for key, rows in ws.kv.items() if rows)

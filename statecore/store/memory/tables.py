@@ -9,17 +9,26 @@ not at all.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from statecore.core.models import FlowCheckpoint, Hint, SessionInfo, StoredMessage, Summary
 
 K = TypeVar("K")
 V = TypeVar("V")
 
-_DELETED = object()
+
+
+class _Deleted(enum.Enum):
+    """The overlay's mark for a deleted entry (an enum member, so ``is`` narrows the type)."""
+
+    DELETED = enum.auto()
+
+
+_DELETED: Literal[_Deleted.DELETED] = _Deleted.DELETED
 
 SessionKey = tuple[str, str, str]  # (namespace, agent_id, session_id)
 ScopeKey = tuple[str, str]  # (namespace, owner)
@@ -104,19 +113,19 @@ class CowTable(Generic[K, V]):
     def __init__(self, base: dict[K, V], copy: Callable[[V], V]) -> None:
         self._base = base
         self._copy = copy
-        self._overlay: dict[K, object] = {}
+        self._overlay: dict[K, V | _Deleted] = {}
 
     def get(self, key: K) -> V | None:
         if key in self._overlay:
             value = self._overlay[key]
-            return None if value is _DELETED else value  # type: ignore[return-value]
+            return None if value is _DELETED else value
         return self._base.get(key)
 
     def writable(self, key: K) -> V | None:
         """The entry as a private copy this transaction may mutate (None if absent)."""
         if key in self._overlay:
             value = self._overlay[key]
-            return None if value is _DELETED else value  # type: ignore[return-value]
+            return None if value is _DELETED else value
         if key not in self._base:
             return None
         private = self._copy(self._base[key])
@@ -136,16 +145,16 @@ class CowTable(Generic[K, V]):
         for key, value in self._base.items():
             if key not in self._overlay:
                 yield key, value
-        for key, value in self._overlay.items():
-            if value is not _DELETED:
-                yield key, value  # type: ignore[misc]
+        for key, held in self._overlay.items():
+            if held is not _DELETED:
+                yield key, held
 
     def commit(self) -> None:
         for key, value in self._overlay.items():
             if value is _DELETED:
                 self._base.pop(key, None)
             else:
-                self._base[key] = value  # type: ignore[assignment]
+                self._base[key] = value
         self._overlay.clear()
 
 

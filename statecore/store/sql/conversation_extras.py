@@ -84,7 +84,11 @@ class ConversationExtras:
         result = await self._ctx.conn.execute(
             insert(hint_table).values(session_pk=session.id, text=text, created_at=now)
         )
-        return Hint(id=result.inserted_primary_key[0], text=text, created_at=now)
+        key = result.inserted_primary_key
+        if key is None:
+            # SQLAlchemy reports a key for every single-row INSERT; None would be its bug.
+            raise RuntimeError("the database did not report the new hint's id")
+        return Hint(id=key[0], text=text, created_at=now)
 
     async def hints(self, ref: SessionRef) -> list[Hint]:
         check_ref(ref)

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, tuple_
+from sqlalchemy.engine import RowMapping
 
 from statecore.core.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from statecore.core.models import FlowCheckpoint, SessionRef, validate_identifier
@@ -25,7 +26,7 @@ from statecore.store.sql.schema import flow_checkpoints
 c = flow_checkpoints.c
 
 
-def _out(values: Mapping[str, Any]) -> FlowCheckpoint:
+def _out(values: RowMapping | Mapping[str, Any]) -> FlowCheckpoint:
     return FlowCheckpoint(
         flow_id=values["flow_id"],
         version=values["version"],

@@ -272,8 +272,8 @@ class SqlKVStore(KVStore):
         if returning:
             return int(result.scalar_one())
         # MySQL has no RETURNING (MariaDB has, from 10.5); the transaction holds the row lock.
-        revision = await conn.scalar(select(c.revision).where(self._the_key(scope, bucket, key)))
-        return int(revision)
+        found = await conn.execute(select(c.revision).where(self._the_key(scope, bucket, key)))
+        return int(found.scalar_one())
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
         check_kv_key(scope, bucket, key)

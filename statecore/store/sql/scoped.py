@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, tuple_, update
+from sqlalchemy.engine import RowMapping
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import ScopedState, validate_identifier
@@ -39,7 +40,7 @@ def _the_scope(namespace: str, task_id: str, agent_id: str) -> Any:
     return and_(c.namespace == namespace, c.task_id == task_id, c.agent_id == agent_id)
 
 
-def _out(values: Mapping[str, Any]) -> ScopedState:
+def _out(values: RowMapping | Mapping[str, Any]) -> ScopedState:
     """A ScopedState from a row's mapping or from the values just written (no re-read)."""
     return ScopedState(
         namespace=values["namespace"],
@@ -118,7 +119,7 @@ class SqlScopedStateStore(ScopedStateStore):
                 .with_for_update()
             )
         ).first()
-        check_state_version(current, expected_version, task_id, agent_id)
+        current = check_state_version(current, expected_version, task_id, agent_id)
         values = {
             "document": document,
             "version": current.version + 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 
 from sqlalchemy import and_, delete, or_, select, union
@@ -111,7 +112,7 @@ class SqlSessionStore(SessionStore):
             for agent, session in rows
         ]
 
-    async def expired(self, now: datetime, *, limit: int = 1000) -> list[SessionRef]:
+    async def expired(self, now: datetime, *, limit: int = 1000) -> builtins.list[SessionRef]:
         now = check_aware(now, "now")
         check_page_limit(limit)
         c = sessions.c
@@ -162,7 +163,7 @@ class SqlSessionStore(SessionStore):
         await conn.execute(delete(scoped_states).where(scoped_states.c.namespace == namespace))
         return removed.rowcount
 
-    async def namespaces(self) -> list[str]:
+    async def namespaces(self) -> builtins.list[str]:
         found = await self._ctx.conn.execute(
             union(
                 select(sessions.c.namespace),

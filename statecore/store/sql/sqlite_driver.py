@@ -19,6 +19,7 @@ still work, holding its rows in memory like a buffered one.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
@@ -109,6 +110,9 @@ def connect(database: str, **kwargs: Any) -> OneTripConnection:
     """Like ``aiosqlite.connect``: a connection to await, its thread a daemon (a pooled
     connection left open must not keep the interpreter from exiting)."""
     connection = OneTripConnection(partial(sqlite3.connect, database, **kwargs), _ITER_CHUNK_SIZE)
-    thread = getattr(connection, "_thread", connection)  # aiosqlite < 0.22: it is the thread
+    # aiosqlite >= 0.22 keeps its worker thread in ``_thread``; before, the connection was it.
+    thread = getattr(connection, "_thread", connection)
+    if not isinstance(thread, threading.Thread):
+        raise TypeError(f"aiosqlite {aiosqlite.__version__} has no worker thread where expected")
     thread.daemon = True
     return connection
