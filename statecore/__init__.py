@@ -45,6 +45,19 @@ _EXPORTS: dict[str, str] = {
     "FlowCheckpoint": "statecore.core.models",
     "StateOperationResult": "statecore.core.models",
     "SessionProfile": "statecore.core.profile",
+    # Tools a workflow binds to a model call (see docs/tool_agent.md).
+    "ToolBinding": "statecore.contract.activities",
+    "ToolCallInput": "statecore.contract.activities",
+    "ToolCallResult": "statecore.contract.activities",
+    # Schema migrations (Alembic), for deployments that migrate apart from the workers.
+    "upgrade_database": "statecore.store.migrate",
+    "current_revision": "statecore.store.migrate",
+    "HEAD_REVISION": "statecore.store.migrate",
+    # Payload encryption: needs the optional `encryption` extra (cryptography).
+    "EncryptionCodec": "statecore.encryption.codec",
+    "Keyring": "statecore.encryption.codec",
+    "encrypted_data_converter": "statecore.encryption.codec",
+    "generate_key": "statecore.encryption.codec",
     # Storage.
     "StateStore": "statecore.store",
     "open_store": "statecore.store",
@@ -72,14 +85,17 @@ _EXPORTS: dict[str, str] = {
 # tests/test_public_api.py checks the two agree.
 __all__ = [
     "DEFAULT_TASK_QUEUE",
+    "HEAD_REVISION",
     "WORKFLOW_TYPE",
     "AgentSession",
     "AgentSessionClient",
     "ChatModel",
     "ConflictError",
+    "EncryptionCodec",
     "FlowCheckpoint",
     "InvalidInputError",
     "KVEntry",
+    "Keyring",
     "Message",
     "ModelError",
     "ModelRequest",
@@ -104,15 +120,22 @@ __all__ = [
     "StatecorePlugin",
     "StoredMessage",
     "TokenUsage",
+    "ToolBinding",
     "ToolCall",
+    "ToolCallInput",
+    "ToolCallResult",
     "Turn",
     "TurnResult",
     "TurnSession",
     "WorkerConfig",
     "__version__",
+    "current_revision",
+    "encrypted_data_converter",
+    "generate_key",
     "open_store",
     "run_transaction",
     "run_worker",
+    "upgrade_database",
     "workflow_id_for",
 ]
 
@@ -132,6 +155,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from statecore.agent_session.workflow import AgentSession
+    from statecore.contract.activities import ToolBinding, ToolCallInput, ToolCallResult
     from statecore.contract.session import (
         DEFAULT_TASK_QUEUE,
         WORKFLOW_TYPE,
@@ -165,6 +189,12 @@ if TYPE_CHECKING:
         ToolCall,
     )
     from statecore.core.profile import SessionProfile
+    from statecore.encryption.codec import (
+        EncryptionCodec,
+        Keyring,
+        encrypted_data_converter,
+        generate_key,
+    )
     from statecore.llm import (
         ChatModel,
         ModelRequest,
@@ -173,6 +203,7 @@ if TYPE_CHECKING:
         OpenAICompatibleModel,
     )
     from statecore.store import StateStore, open_store, run_transaction
+    from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
     from statecore.temporal.client import AgentSessionClient
     from statecore.temporal.plugin import StatecorePlugin
     from statecore.temporal.worker import WorkerConfig, run_worker
