@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import RawValue, SearchAttributeKey, SearchAttributePair
+from temporalio.common import RawValue, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
 from statecore.agent_session.raw_input import NO_INPUT, parse_request
@@ -61,7 +61,7 @@ from statecore.core.models import StateOperationResult, StateStoreReport
 from statecore.observability.metrics import record_rejection
 from statecore.workflow import TurnSession
 
-_SA_KEYS = {
+_SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
     SA_AGENT_ID: SearchAttributeKey.for_keyword(SA_AGENT_ID),
     SA_STATUS: SearchAttributeKey.for_keyword(SA_STATUS),
@@ -524,7 +524,7 @@ class AgentSession:
                 value = current.get(key)
                 if value is not None:
                     self._sa[name] = value
-        changed: list[SearchAttributePair[Any]] = [
+        changed: list[SearchAttributeUpdate[Any]] = [
             _SA_KEYS[name].value_set(value)
             for name, value in wanted.items()
             if self._sa.get(name) != value

@@ -196,6 +196,10 @@ class ControlResult(StatecoreModel):
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+#: A tool that takes no arguments.
+_EMPTY_OBJECT_SCHEMA: dict[str, JsonValue] = {"type": "object", "properties": {}}
+
+
 class ToolBinding(StatecoreModel):
     """A tool as the model sees it (``name``, ``description``, ``parameters``) bound to the
     activity that runs it. Tools are user code: any activity taking ``ToolCallInput`` and
@@ -205,9 +209,7 @@ class ToolBinding(StatecoreModel):
     name: str
     activity: str
     description: str = ""
-    parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, JsonValue] = Field(default_factory=lambda: _EMPTY_OBJECT_SCHEMA.copy())
     timeout_seconds: float = Field(default=60.0, gt=0, le=24 * 3600)
     #: Set for long tools that heartbeat: a killed worker is noticed after this long.
     heartbeat_seconds: float | None = Field(default=None, gt=0, le=3600)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError
 
@@ -33,8 +33,8 @@ from statecore.core.models import (
     TokenUsage,
 )
 
-SESSION_FORMAT = "statecore.session"
-NAMESPACE_FORMAT = "statecore.namespace"
+SESSION_FORMAT: Final = "statecore.session"
+NAMESPACE_FORMAT: Final = "statecore.namespace"
 BUNDLE_SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 

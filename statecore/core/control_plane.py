@@ -251,6 +251,7 @@ async def sweep(store: StateStore, *, now: datetime | None = None) -> SweepRepor
         report.sessions.extend(deleted)
         if len(batch) < SWEEP_BATCH:
             break
+    assert now is not None  # the first batch settles it from the store's clock
     report.kv_keys = await run_transaction(store, lambda tx: tx.kv.sweep_expired(now))
     return report
 

@@ -8,7 +8,7 @@ is written until the turn commits, in one transaction with the rest of the turn.
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
@@ -25,11 +25,17 @@ from statecore.contract.activities import (
     ReadStateResult,
     StateOp,
 )
-from statecore.core.models import KVEntry, validate_key
+from statecore.core.models import KVEntry, SessionRef, validate_key
 from statecore.workflow.activity_calls import checked
 
-if TYPE_CHECKING:
-    from statecore.workflow.turn import Turn
+
+class SessionReads(Protocol):
+    """What the buffers read through: the turn's session (``TurnSession``)."""
+
+    ref: SessionRef
+    state_type: type[BaseModel] | None
+
+    async def run_sql(self, name: str, arg: BaseModel, result_type: Any) -> Any: ...
 
 TState = TypeVar("TState", bound=BaseModel)
 
@@ -37,8 +43,8 @@ TState = TypeVar("TState", bound=BaseModel)
 class TurnKV:
     """KV access inside a turn: reads see the turn's own buffered writes first."""
 
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
+    def __init__(self, session: SessionReads) -> None:
+        self._session = session
         self._ops: list[KVOp] = []
         self._local: dict[tuple[str, str], Any] = {}
         self._deleted: set[tuple[str, str]] = set()
@@ -49,9 +55,9 @@ class TurnKV:
             return None
         if (bucket, key) in self._local:
             return self._local[(bucket, key)]
-        entry: KVEntry | None = await self._turn.session.run_sql(
+        entry: KVEntry | None = await self._session.run_sql(
             ACT_READ_KV,
-            ReadKVInput(ref=self._turn.session.ref, bucket=bucket, key=key),
+            ReadKVInput(ref=self._session.ref, bucket=bucket, key=key),
             KVEntry | None,
         )
         return None if entry is None else entry.value
@@ -103,8 +109,8 @@ class TurnKV:
 class TurnFlow:
     """Flow checkpoints inside a turn (saved at commit, in order)."""
 
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
+    def __init__(self, session: SessionReads) -> None:
+        self._session = session
         self._ops: list[FlowOp] = []
 
     def save(self, flow_id: str, step: str, data: dict[str, Any] | None = None) -> None:
@@ -115,9 +121,9 @@ class TurnFlow:
         for op in reversed(self._ops):
             if op.flow_id == flow_id:
                 return op
-        found: FlowOp | None = await self._turn.session.run_sql(
+        found: FlowOp | None = await self._session.run_sql(
             ACT_READ_FLOW,
-            ReadFlowInput(ref=self._turn.session.ref, flow_id=flow_id),
+            ReadFlowInput(ref=self._session.ref, flow_id=flow_id),
             FlowOp | None,
         )
         return found
@@ -127,15 +133,15 @@ class TurnState(Generic[TState]):
     """AutoGen's StateContext: ``get`` sees this turn's update, ``update`` buffers a new
     document, ``reset`` discards the buffered one. Committed with the turn."""
 
-    def __init__(self, turn: Turn) -> None:
-        self._turn = turn
+    def __init__(self, session: SessionReads) -> None:
+        self._session = session
         self._loaded = False
         self._base: TState | None = None
         self._version: int | None = None
         self._pending: TState | None = None
 
     def _type(self) -> type[TState]:
-        state_type = self._turn.session.state_type
+        state_type = self._session.state_type
         if state_type is None:
             raise ApplicationError(
                 "this session has no state_type; pass TurnSession(..., state_type=Model)",
@@ -148,8 +154,8 @@ class TurnState(Generic[TState]):
         if self._pending is not None:
             return self._pending
         if not self._loaded:
-            found: ReadStateResult = await self._turn.session.run_sql(
-                ACT_READ_STATE, ReadStateInput(ref=self._turn.session.ref), ReadStateResult
+            found: ReadStateResult = await self._session.run_sql(
+                ACT_READ_STATE, ReadStateInput(ref=self._session.ref), ReadStateResult
             )
             state_type = self._type()
             self._base = (

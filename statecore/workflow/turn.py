@@ -47,8 +47,8 @@ from statecore.contract.activities import (
     GenerateResult,
     OrchestrationOp,
 )
-from statecore.contract.session import SessionProfile
 from statecore.core.models import Message, SessionRef, TokenUsage, validate_key
+from statecore.core.profile import SessionProfile
 from statecore.workflow.activity_calls import (
     MAX_ACTIVITY_INPUT_BYTES,
     MODEL_RETRY,
@@ -90,7 +90,7 @@ class TurnSession:
     def turn(self, turn_id: str) -> Turn:
         return Turn(self, turn_id)
 
-    async def run_sql(self, name: str, arg: BaseModel, result_type: type[Any]) -> Any:
+    async def run_sql(self, name: str, arg: BaseModel, result_type: Any) -> Any:
         """Run one of statecore's short SQL activities as a local activity."""
         try:
             return await workflow.execute_local_activity(
@@ -115,7 +115,7 @@ class TurnSession:
                 non_retryable=True,
             )
         try:
-            return await workflow.execute_activity(
+            result: GenerateResult = await workflow.execute_activity(
                 ACT_GENERATE,
                 arg,
                 result_type=GenerateResult,
@@ -123,6 +123,7 @@ class TurnSession:
                 heartbeat_timeout=self.model_heartbeat,
                 retry_policy=MODEL_RETRY,
             )
+            return result
         except ActivityError as err:
             raise reraise_activity_error(err) from err
 
@@ -135,9 +136,9 @@ class Turn:
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []
-        self.kv = TurnKV(self)
-        self.flow = TurnFlow(self)
-        self.state: TurnState[Any] = TurnState(self)
+        self.kv = TurnKV(session)
+        self.flow = TurnFlow(session)
+        self.state: TurnState[Any] = TurnState(session)
         self._orchestration = OrchestrationOp()
         self._usage = TokenUsage()
         self.context_tokens = 0
@@ -216,9 +217,9 @@ class Turn:
             )
         )
         assert out.commit is not None
-        self._finish(out.commit)
-        out.commit = self.result
-        if not out.commit.duplicate:
+        committed = self._finish(out.commit)
+        out.commit = committed
+        if not committed.duplicate:
             self.messages.append(out.message)
             self._usage = self._usage + out.usage
         self.context_tokens = out.context_tokens
@@ -229,10 +230,9 @@ class Turn:
         result: CommitTurnResult = await self.session.run_sql(
             ACT_COMMIT_TURN, self._commit_input(), CommitTurnResult
         )
-        self._finish(result)
-        return result
+        return self._finish(result)
 
-    def _finish(self, result: CommitTurnResult) -> None:
+    def _finish(self, result: CommitTurnResult) -> CommitTurnResult:
         # The activity reports "already committed" whenever it finds the turn record, also
         # when the record is this very turn's, written by an earlier attempt whose completion
         # was lost (worker killed after the commit). Only a turn numbered at or below the last
@@ -242,3 +242,4 @@ class Turn:
             result = result.model_copy(update={"duplicate": False})
         self.result = result
         self.session.turn_number = max(self.session.turn_number, result.turn)
+        return result

@@ -27,8 +27,8 @@ from statecore.store.inputs import (
     checked_append,
     revalidate,
 )
-from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import SessionPartition
+from statecore.store.memory.transaction import TxContext
 
 
 def _out(message: StoredMessage) -> StoredMessage:

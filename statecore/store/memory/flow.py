@@ -17,8 +17,8 @@ from statecore.store.inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import FlowRow
+from statecore.store.memory.transaction import TxContext
 
 
 def _out(row: FlowRow) -> FlowCheckpoint:

@@ -27,8 +27,8 @@ from statecore.store.inputs import (
     encode_kv_value,
     revalidate,
 )
-from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import KVRow, ScopeKey
+from statecore.store.memory.transaction import TxContext
 
 
 def _entry(bucket: str, key: str, row: KVRow) -> KVEntry:

@@ -23,8 +23,8 @@ from statecore.store.inputs import (
     recent_tools,
     revalidate,
 )
-from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import OrchestrationRow, SessionPartition
+from statecore.store.memory.transaction import TxContext
 
 
 def _out(part: SessionPartition, row: OrchestrationRow) -> OrchestrationState:

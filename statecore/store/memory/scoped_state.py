@@ -16,8 +16,8 @@ from statecore.store.inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.memory.store import TxContext
 from statecore.store.memory.tables import StateKey, StateRow
+from statecore.store.memory.transaction import TxContext
 
 
 def _key(namespace: str, task_id: str, agent_id: str) -> StateKey:

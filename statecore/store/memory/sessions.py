@@ -14,8 +14,8 @@ from statecore.store.inputs import (
     check_session_listing,
     check_ttl_seconds,
 )
-from statecore.store.memory.store import TxContext, session_key
 from statecore.store.memory.tables import SessionPartition
+from statecore.store.memory.transaction import TxContext, session_key
 
 
 def idle_deadline(info: SessionInfo) -> datetime:

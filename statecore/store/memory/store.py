@@ -8,12 +8,19 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 
-from statecore.core.errors import SessionNotFoundError, StatecoreError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
+from statecore.core.errors import StatecoreError
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
-from statecore.store.memory.tables import MemoryData, SessionKey, SessionPartition, Workspace
+from statecore.store.memory.conversation import MemoryConversationStore
+from statecore.store.memory.flow import MemoryFlowStore
+from statecore.store.memory.kv import MemoryKVStore
+from statecore.store.memory.orchestration import MemoryOrchestrationStore
+from statecore.store.memory.scoped_state import MemoryScopedStateStore
+from statecore.store.memory.sessions import MemorySessionStore
+from statecore.store.memory.tables import MemoryData, Workspace
+from statecore.store.memory.transaction import TxContext
 
 # Stores whose transaction is open in the current task: a nested transaction() would wait
 # forever for the lock its own caller holds, so it fails fast instead.
@@ -26,63 +33,10 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class TxContext:
-    """What the module objects of one transaction share."""
-
-    def __init__(
-        self, workspace: Workspace, now: datetime, counter: TokenCounter, default_ttl: int
-    ) -> None:
-        self._workspace = workspace
-        self.now = now
-        self.counter = counter
-        self.default_ttl = default_ttl
-        self.open = True
-
-    @property
-    def ws(self) -> Workspace:
-        if not self.open:
-            raise StatecoreError(
-                "this transaction has ended; its module objects are valid only inside their "
-                "'async with store.transaction()' block. Open a new transaction"
-            )
-        return self._workspace
-
-    def session(self, ref: SessionRef) -> SessionPartition:
-        """The session's rows for reading; SessionNotFoundError if it does not exist."""
-        part = self.ws.sessions.get(session_key(ref))
-        if part is None:
-            raise _missing(ref)
-        return part
-
-    def session_for_write(self, ref: SessionRef) -> SessionPartition:
-        part = self.ws.sessions.writable(session_key(ref))
-        if part is None:
-            raise _missing(ref)
-        return part
-
-
-def session_key(ref: SessionRef) -> SessionKey:
-    return (ref.namespace, ref.agent_id, ref.session_id)
-
-
-def _missing(ref: SessionRef) -> SessionNotFoundError:
-    return SessionNotFoundError(
-        f"session {ref} does not exist; call sessions.ensure(ref) first", session=str(ref)
-    )
-
-
 class MemoryTransaction(StoreTransaction):
     """The modules bound to one memory transaction."""
 
     def __init__(self, ctx: TxContext) -> None:
-        # Imported here: the module classes import TxContext from this module.
-        from statecore.store.memory.conversation import MemoryConversationStore
-        from statecore.store.memory.flow import MemoryFlowStore
-        from statecore.store.memory.kv import MemoryKVStore
-        from statecore.store.memory.orchestration import MemoryOrchestrationStore
-        from statecore.store.memory.scoped_state import MemoryScopedStateStore
-        from statecore.store.memory.sessions import MemorySessionStore
-
         self._ctx = ctx
         self.sessions = MemorySessionStore(ctx)
         self.conversation = MemoryConversationStore(ctx)
