@@ -1,6 +1,7 @@
 # The statecore worker image (used by docker-compose.yml).
-#   docker build -t statecore-worker:0.1.0 .
-# Configuration comes from the environment at run time (see worker.py); nothing secret is baked in.
+#   docker build -t statecore-worker:0.2.0 .
+# Configuration comes from the environment at run time (`statecore worker --help` lists it);
+# nothing secret is baked in.
 FROM python:3.11.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -18,12 +19,11 @@ COPY workflows ./workflows
 COPY activities ./activities
 RUN pip install ".[postgres,otel]"
 
-COPY worker.py ./
-
 RUN useradd --system --uid 10001 --no-create-home statecore
 USER statecore
 
 # Prometheus metrics when STATECORE_METRICS_PORT is set (docker-compose.yml sets 9464).
 EXPOSE 9464
 
-CMD ["python", "worker.py"]
+# Exec form, so SIGTERM reaches the worker itself.
+CMD ["statecore", "worker"]

@@ -3,7 +3,7 @@
 No Docker engine runs here, so the stack itself is never started. What can be checked is:
 the files' structure (pinned images, health checks, start order, ports on 127.0.0.1, no
 committed secrets), that they agree with the code (search attributes, the environment
-worker.py reads), and the parts that run without containers: the namespace job's script
+the worker reads), and the parts that run without containers: the namespace job's script
 against a real Temporal dev server, and the worker started exactly as the image starts it,
 with the compose environment, against local PostgreSQL.
 """
@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -33,6 +32,8 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+import statecore
+from statecore.cli.app import build_parser
 from statecore.contract.session import SEARCH_ATTRIBUTES
 from statecore.temporal.client import AgentSessionClient
 from statecore.temporal.devserver import (
@@ -40,6 +41,13 @@ from statecore.temporal.devserver import (
     find_temporal_binary,
     free_port,
     start_dev_server,
+)
+from statecore.temporal.settings import (
+    STATECORE_VARIABLES,
+    TEMPORAL_VARIABLES,
+    Environment,
+    log_settings,
+    worker_config,
 )
 from tests.dbs import fresh_database
 from tests.worker_cli import REPO, base_env, log_tail, worker_cli
@@ -112,7 +120,7 @@ def test_every_image_is_pinned_to_a_version(name: str) -> None:
 
 
 def test_the_built_worker_image_is_tagged_with_the_package_version() -> None:
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = statecore.__version__  # the package's one version source
     assert SERVICES["worker"]["build"] == "."
     assert SERVICES["worker"]["image"] == f"statecore-worker:{version}"
 
@@ -210,21 +218,33 @@ def test_search_attributes_created_are_statecores() -> None:
     assert "search-attribute create" in (SCRIPTS / "temporal-namespace.sh").read_text()
 
 
-def test_worker_environment_is_what_worker_py_reads() -> None:
-    source = (REPO / "worker.py").read_text()
-    read = set(re.findall(r"""env(?:\.get\(|\[)\s*["']([A-Z0-9_]+)["']""", source))
+def test_worker_environment_is_what_the_settings_reader_reads() -> None:
     given = set(SERVICES["worker"]["environment"])
-    assert given <= read, f"worker.py never reads {sorted(given - read)}"
+    unknown = given - STATECORE_VARIABLES - TEMPORAL_VARIABLES
+    assert not unknown, f"statecore worker never reads {sorted(unknown)}"
     assert {"TEMPORAL_ADDRESS", "STATECORE_DATABASE_URL", "STATECORE_METRICS_PORT"} <= given
+
+
+def test_the_compose_environment_configures_the_worker_as_written() -> None:
+    """Through the real reader: compose's defaults, its empty ${X:-} values counting as unset."""
+    env = Environment.of(service_env("worker"))
+    args = build_parser().parse_args(["worker"])
+    config = worker_config(args, env, dev=False)
+    assert config.connection.resolve() == {"target_host": "temporal:7233", "namespace": "default"}
+    assert config.task_queue == "statecore" and config.model == "offline"
+    assert config.model_base_url is None and config.model_api_key is None
+    assert config.encryption_keys is None and config.otel is False
+    assert (config.metrics_host, config.metrics_port) == ("0.0.0.0", 9464)
+    assert log_settings(args, env).format == "json"
     url = service_env("worker")["STATECORE_DATABASE_URL"]
     assert url.startswith("postgresql+asyncpg://") and url.endswith("@postgresql:5432/statecore")
     assert SERVICES["postgresql"]["environment"]["POSTGRES_DB"] == "statecore"
 
 
-def test_dockerfile_base_image_is_pinned_and_runs_worker_py() -> None:
+def test_dockerfile_base_image_is_pinned_and_runs_statecore_worker() -> None:
     bases = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.MULTILINE)
     assert bases and all(re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", b) for b in bases), bases
-    assert dockerfile_cmd() == ["python", "worker.py"]
+    assert dockerfile_cmd() == ["statecore", "worker"]
     install = re.search(r'pip install "\.\[([\w,]+)\]"', DOCKERFILE)
     assert install and "postgres" in install.group(1).split(",")
     for source in re.findall(r"^COPY\s+(.+?)\s+\S+$", DOCKERFILE, re.MULTILINE):
@@ -240,7 +260,7 @@ def test_docker_build_context_keeps_what_the_image_copies() -> None:
         if line.strip() and not line.startswith("#")
     ]
     assert lines[0] == "*"  # everything out, then only what the image copies back in
-    for path in ("pyproject.toml", "README.md", "worker.py", "statecore/", "activities/"):
+    for path in ("pyproject.toml", "README.md", "statecore/", "activities/"):
         assert f"!{path}" in lines
 
 

@@ -1,4 +1,5 @@
-"""``python worker.py`` as its own process, the way a deployment runs it.
+"""The worker as its own process, the way a deployment runs it (``statecore worker``, or
+``python worker.py`` which runs the same).
 
 ``async with worker_cli(args, env, log_path) as proc`` starts it, waits until it is polling
 (or fails with its log), and stops it with SIGTERM afterwards (``proc.returncode`` then says
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -36,8 +38,9 @@ async def worker_cli(
     command: Sequence[str] = ("python", "worker.py"),
     ready_within: float = 60.0,
 ) -> AsyncIterator[subprocess.Popen[bytes]]:
-    """Run ``command`` (``python`` is this interpreter) from the repository root."""
-    argv = [sys.executable if part == "python" else part for part in command]
+    """Run ``command`` from the repository root (``python`` is this interpreter, ``statecore``
+    the command installed beside it)."""
+    argv = [_installed(part) for part in command]
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [*argv, *args],
@@ -54,16 +57,27 @@ async def worker_cli(
         await _stop(proc)
 
 
+def _installed(program: str) -> str:
+    if program == "python":
+        return sys.executable
+    if program == "statecore":
+        return str(Path(sys.executable).parent / "statecore")
+    return program
+
+
 async def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, within: float) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while READY_LINE not in log_path.read_text(errors="replace"):
         if proc.poll() is not None:
             raise AssertionError(
-                f"worker.py exited with {proc.returncode} before polling:\n{log_tail(log_path)}"
+                f"{shlex_join(proc.args)} exited with {proc.returncode} before polling:\n"
+                + log_tail(log_path)
             )
         if loop.time() > deadline:
-            raise AssertionError(f"worker.py not polling after {within}s:\n{log_tail(log_path)}")
+            raise AssertionError(
+                f"{shlex_join(proc.args)} not polling after {within}s:\n" + log_tail(log_path)
+            )
         await asyncio.sleep(0.2)
 
 
@@ -81,6 +95,10 @@ async def _stop(proc: subprocess.Popen[bytes], within: float = 30.0) -> None:
             await asyncio.to_thread(proc.wait, 10)
             return
         await asyncio.sleep(0.1)
+
+
+def shlex_join(args: object) -> str:
+    return shlex.join(str(a) for a in args) if isinstance(args, list) else str(args)
 
 
 def log_tail(log_path: Path, lines: int = 40) -> str:

@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import ClassVar, NoReturn
 
-from statecore.cli import bundles, chat, database, dev, listing, operate
+from statecore.cli import bundles, chat, database, dev, listing, operate, worker
 from statecore.cli.exits import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
@@ -21,11 +21,13 @@ from statecore.cli.exits import (
 )
 from statecore.cli.output import print_error
 from statecore.cli.settings import Settings, add_global_options
+from statecore.temporal.settings import Environment
 
 DESCRIPTION = """\
 Operate statecore sessions: durable state for long-running AI agents on Temporal.
 
   statecore dev                                   # dev server + Web UI + worker, SQLite
+  statecore worker --profile prod                 # a worker on a cluster (temporal.toml)
   statecore chat support-bot alice                # talk to a session (one turn per line)
   statecore sessions list --status paused --json
   statecore export support-bot alice -o alice.bundle.json
@@ -56,7 +58,7 @@ def build_parser() -> Parser:
     )
     add_global_options(parser, with_defaults=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dev, chat, listing, operate, bundles, database):
+    for module in (dev, worker, chat, listing, operate, bundles, database):
         module.register(commands)
     return parser
 
@@ -71,23 +73,28 @@ def main(argv: list[str] | None = None) -> int:
     code 134."""
     code = run_command(sys.argv[1:] if argv is None else argv)
     if argv is None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_process(code)
     return code
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process with ``code`` once output is flushed (see ``main``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def run_command(argv: list[str]) -> int:
     Parser.json_errors = "--json" in argv
     args = build_parser().parse_args(argv)
-    settings = Settings.from_args(args)
     try:
+        settings = Settings.from_args(args, Environment.from_process())
         return asyncio.run(args.run(args, settings))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:  # every failure becomes one line and a documented exit code
         code = exit_code_for(exc)
-        if settings.debug:
+        if args.debug:
             traceback.print_exc()
-        print_error(error_code_for(exc), error_message(exc), code, as_json=settings.json)
+        print_error(error_code_for(exc), error_message(exc), code, as_json=args.json)
         return code

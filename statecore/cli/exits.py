@@ -16,6 +16,7 @@ from statecore.core.errors import (
     ResetRefusedError,
     SessionStateError,
     StatecoreError,
+    first_problem,
 )
 
 EXIT_OK = 0
@@ -61,6 +62,12 @@ def _rpc_unreachable(exc: BaseException | None) -> bool:
     )
 
 
+def _temporal_unreachable(exc: BaseException) -> bool:
+    from statecore.temporal.connection import TemporalUnreachableError
+
+    return isinstance(exc, TemporalUnreachableError)
+
+
 def _database_unreachable(exc: BaseException) -> bool:
     from sqlalchemy.exc import DBAPIError
 
@@ -74,6 +81,8 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, UsageError | ValidationError | InvalidInputError):
         return EXIT_USAGE
     if isinstance(exc, UnreachableError | TimeoutError) or _rpc_unreachable(exc):
+        return EXIT_UNREACHABLE
+    if _temporal_unreachable(exc):
         return EXIT_UNREACHABLE
     if isinstance(exc, StatecoreError) and _rpc_unreachable(exc.__cause__):
         return EXIT_UNREACHABLE
@@ -100,9 +109,9 @@ def error_code_for(exc: BaseException) -> str:
 def error_message(exc: BaseException) -> str:
     """One line that says what went wrong (never a traceback)."""
     if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        text = f"{where.replace('_', '-')}: {first.get('msg')}" if where else first.get("msg")
+        # Field names as the command's flags spell them.
+        where, problem = first_problem(exc)
+        text = f"{where.replace('_', '-')}: {problem}" if where else problem
     elif isinstance(exc, StatecoreError):
         text = exc.message
     elif _database_unreachable(exc):

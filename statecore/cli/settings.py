@@ -1,14 +1,13 @@
 """Global options of the ``statecore`` command and the connections they describe.
 
-The environment is read here, when the parser is built, never at import time. The variable
-names are the worker's (``worker.py``), so one environment serves both.
+The flags and the environment are read through ``statecore.temporal.settings`` (the worker's
+reader too, so one environment serves both), after parsing and never at import time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from statecore.cli.exits import UnreachableError, UsageError
-from statecore.contract.session import DEFAULT_TASK_QUEUE
 from statecore.core.models import DEFAULT_NAMESPACE
+from statecore.temporal import settings as shared
+from statecore.temporal.settings import Environment
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
     from statecore.store.base import StateStore
     from statecore.temporal.client import AgentSessionClient
+    from statecore.temporal.connection import ConnectionConfig
 
 T = TypeVar("T")
 
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///.statecore/statecore.db"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
@@ -41,34 +41,15 @@ def add_global_options(
     The top-level parser holds the defaults; each command's parser repeats the options with
     suppressed defaults, so a value given after the command overrides one given before it,
     and an option not given after the command leaves the earlier value alone. ``skip`` names
-    options a command defines itself with another meaning (``migrate --task-queue``)."""
-    env = os.environ
+    options a command defines itself with another meaning (``migrate --task-queue``). Options
+    left unset (None) are resolved from the environment by ``Settings.from_args``."""
 
     def default(value: object) -> object:
         return value if with_defaults else argparse.SUPPRESS
 
     group = parser.add_argument_group("global options")
-    group.add_argument(
-        "--address",
-        default=default(env.get("TEMPORAL_ADDRESS", "localhost:7233")),
-        help="Temporal frontend host:port (env TEMPORAL_ADDRESS; default localhost:7233)",
-    )
-    group.add_argument(
-        "--namespace",
-        default=default(env.get("TEMPORAL_NAMESPACE", "default")),
-        help="Temporal namespace (env TEMPORAL_NAMESPACE; default 'default')",
-    )
-    if "--task-queue" not in skip:
-        group.add_argument(
-            "--task-queue",
-            default=default(env.get("STATECORE_TASK_QUEUE", DEFAULT_TASK_QUEUE)),
-            help="task queue new sessions run on (env STATECORE_TASK_QUEUE; default statecore)",
-        )
-    group.add_argument(
-        "--database-url",
-        default=default(env.get("STATECORE_DATABASE_URL", DEFAULT_DATABASE_URL)),
-        help=f"statecore's database (env STATECORE_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
-    )
+    shared.add_connection_options(group, suppress=not with_defaults)
+    shared.add_state_options(group, suppress=not with_defaults, skip=skip)
     group.add_argument(
         "--state-namespace",
         default=default(None),
@@ -77,15 +58,8 @@ def add_global_options(
         "the bundle's own)",
     )
     group.add_argument(
-        "--encryption-keys",
-        default=default(env.get("STATECORE_ENCRYPTION_KEYS")),
-        metavar="ID:KEY,...",
-        help="payload encryption keyring, as the worker's (env STATECORE_ENCRYPTION_KEYS; "
-        "prefer the variable: flags show in the process list)",
-    )
-    group.add_argument(
         "--timeout",
-        type=float,
+        type=shared.flag_type(_positive_seconds),
         default=default(DEFAULT_TIMEOUT_SECONDS),
         metavar="SECONDS",
         help="how long to wait for a session's worker to answer (default 30)",
@@ -98,12 +72,21 @@ def add_global_options(
     )
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{text} must be more than 0 seconds")
+    return seconds
+
+
 @dataclass
 class Settings:
-    """The global options of one invocation."""
+    """The global options of one invocation, with the environment applied."""
 
-    address: str
-    namespace: str
+    connection: ConnectionConfig
     task_queue: str
     database_url: str
     state_namespace: str | None
@@ -111,20 +94,26 @@ class Settings:
     timeout: float
     json: bool
     debug: bool
+    env: Environment
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Settings:
+    def from_args(cls, args: argparse.Namespace, env: Environment) -> Settings:
+        from dataclasses import replace
+
+        # The connect limit follows --timeout, so a slow TLS handshake is not cut at 30 s
+        # when the user asked for more.
+        connection = replace(shared.connection_config(args, env), connect_timeout=args.timeout)
         return cls(
-            address=args.address,
-            namespace=args.namespace,
+            connection=connection,
             # `migrate` has its own --task-queue (the target); the global one is unused there.
-            task_queue=getattr(args, "task_queue", None) or DEFAULT_TASK_QUEUE,
-            database_url=args.database_url,
+            task_queue=shared.task_queue(args, env),
+            database_url=shared.database_url(args, env),
             state_namespace=args.state_namespace,
-            encryption_keys=args.encryption_keys,
+            encryption_keys=shared.encryption_keys(args, env),
             timeout=args.timeout,
             json=args.json,
             debug=args.debug,
+            env=env,
         )
 
     @property
@@ -136,18 +125,14 @@ class Settings:
 
     async def temporal(self) -> Client:
         """A Temporal client speaking statecore's payload format."""
-        from temporalio.client import Client
+        from statecore.temporal.connection import TemporalUnreachableError
 
-        converter = self.data_converter()
         try:
-            return await asyncio.wait_for(
-                Client.connect(self.address, namespace=self.namespace, data_converter=converter),
-                timeout=self.timeout,
-            )
-        except (RuntimeError, TimeoutError) as exc:
+            return await self.connection.connect(data_converter=self.data_converter())
+        except TemporalUnreachableError as exc:
             raise UnreachableError(
-                f"cannot reach Temporal at {self.address} (namespace {self.namespace}): "
-                f"{_reason(exc)}. Start one with `statecore dev` or pass --address"
+                f"{exc.message}. Start one with `statecore dev`, or pass --address "
+                "(and --tls, --api-key or --profile for a TLS cluster)"
             ) from exc
 
     def data_converter(self) -> DataConverter:
@@ -219,9 +204,3 @@ class Settings:
         finally:
             await store.close()
 
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "no answer in time"
-    # "Failed client connect: Server connection error: tonic::transport::Error(...)"
-    return " ".join(str(exc).split())[:300]

@@ -20,7 +20,6 @@ import asyncio
 import hmac
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -200,19 +199,28 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m statecore.encryption.codec_server``: reads its flags and environment."""
-    env = os.environ
+    """``python -m statecore.encryption.codec_server``: flags override the environment
+    (statecore.temporal.settings, where an empty variable counts as unset)."""
+    from statecore.temporal.settings import (
+        Environment,
+        SettingError,
+        flag_type,
+        parse_log_level,
+        parse_port,
+        pick,
+    )
+
+    env = Environment.from_process()
     p = argparse.ArgumentParser(
         description="Decode statecore's encrypted payloads for the Temporal Web UI and CLI."
     )
     p.add_argument(
         "--keys",
-        default=env.get("STATECORE_ENCRYPTION_KEYS"),
         help="comma-separated id:base64key, newest last (default: $STATECORE_ENCRYPTION_KEYS;"
         " prefer it, flags show in the process list)",
     )
     p.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT)
+    p.add_argument("--port", type=flag_type(parse_port), default=DEFAULT_PORT)
     p.add_argument(
         "--allowed-origin",
         action="append",
@@ -220,21 +228,28 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument(
         "--token",
-        default=env.get("STATECORE_CODEC_TOKEN"),
         help="require 'Authorization: Bearer <token>' (default: $STATECORE_CODEC_TOKEN)",
     )
-    p.add_argument("--log-level", default="INFO")
-    args = p.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    p.add_argument(
+        "--log-level",
+        type=flag_type(parse_log_level),
+        help="default: $STATECORE_LOG_LEVEL, else INFO",
     )
-    if not args.keys:
+    args = p.parse_args(argv)
+    try:
+        level = pick(args.log_level, env, "STATECORE_LOG_LEVEL", parse_log_level, "INFO")
+    except SettingError as exc:
+        p.error(exc.message)
+    keys = args.keys or env.text("STATECORE_ENCRYPTION_KEYS")
+    token = args.token or env.text("STATECORE_CODEC_TOKEN")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not keys:
         p.error("no keys: pass --keys or set STATECORE_ENCRYPTION_KEYS")
     # Imported here: cryptography comes with the optional `encryption` extra.
     from statecore.encryption.codec import EncryptionCodec, Keyring
 
     try:
-        keyring = Keyring.parse(args.keys)
+        keyring = Keyring.parse(keys)
     except ValueError as exc:
         p.error(str(exc))
     server = CodecServer(
@@ -242,14 +257,14 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         allowed_origins=args.allowed_origin or DEFAULT_ALLOWED_ORIGINS,
-        token=args.token,
+        token=token,
     )
     log.info(
         "codec server on %s for origins %s; keys %s%s",
         server.url,
         ", ".join(sorted(server.allowed_origins)),
         ", ".join(keyring.key_ids),
-        "; bearer token required" if args.token else "",
+        "; bearer token required" if token else "",
     )
     try:
         server.serve_forever()

@@ -1,7 +1,8 @@
 """Running a statecore worker from a settled configuration.
 
-Configuration is read in exactly two places, ``worker.py`` and the ``statecore`` CLI; both
-build a ``WorkerConfig`` and hand it here. Nothing in this module reads the environment.
+Configuration is read in one place, ``statecore.temporal.settings``, for ``statecore worker``
+(and ``worker.py``, which runs it); a program builds a ``WorkerConfig`` itself. Nothing in this
+module reads the environment.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -26,26 +28,29 @@ from statecore.contract.session import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from statecore.llm import ChatModel, model_from_config
 from statecore.observability.logs import SessionLogContext
 from statecore.observability.tracing import Tracing, start_tracing, worker_runtime
+from statecore.temporal.connection import ConnectionConfig
 from statecore.temporal.devserver import DevServer, start_dev_server
 from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
 
 log = logging.getLogger("statecore.worker")
 
-DEFAULT_DATA_DIR = ".statecore"
 
 
 @dataclass
 class WorkerConfig:
-    address: str = "localhost:7233"
-    temporal_namespace: str = "default"
+    """What a statecore worker runs with; ``run_worker`` takes it."""
+
+    #: How to reach Temporal (address, namespace, TLS, API key, temporal.toml profile).
+    connection: ConnectionConfig = field(default_factory=ConnectionConfig)
     task_queue: str = DEFAULT_TASK_QUEUE
-    database_url: str = f"sqlite+aiosqlite:///{DEFAULT_DATA_DIR}/statecore.db"
+    database_url: str = DEFAULT_DATABASE_URL
     model: str = "offline"
     model_base_url: str | None = None
     model_api_key: str | None = None
     encoding: str = "cl100k_base"
     migrate: bool = True
-    #: Start an embedded dev server (with Web UI) instead of connecting to ``address``.
+    #: Start an embedded dev server (with Web UI) and connect to it instead of ``connection``.
     dev: bool = False
     dev_port: int = 7233
     dev_ui_port: int = 8233
@@ -109,22 +114,38 @@ async def ensure_search_attributes(client: Client, namespace: str) -> list[str]:
     return sorted(missing)
 
 
-async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None) -> None:
-    """Run until ``stop`` is set or SIGINT/SIGTERM arrives."""
+async def run_worker(
+    config: WorkerConfig | None = None,
+    *,
+    client: Client | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run a statecore worker until ``stop`` is set or SIGINT/SIGTERM arrives.
+
+    It connects as ``config.connection`` says (or to the dev server ``config.dev`` starts),
+    unless given ``client``: a ``Client`` you connected yourself (your TLS, API key,
+    interceptors, plugins). statecore's plugin then joins a copy of that client sharing its
+    connection; the client you passed is left as it was. ``config`` defaults to
+    ``WorkerConfig()``."""
+    config = config or WorkerConfig()
+    if client is not None and config.dev:
+        raise ValueError("dev=True starts its own server; pass client= or dev=True, not both")
+    if client is not None and config.metrics_port:
+        raise ValueError(
+            "metrics_port needs run_worker to connect (metrics come from the runtime it "
+            "connects with); give your client a Runtime with telemetry, or pass no client"
+        )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
     codec = build_codec(config)  # a malformed key fails before anything starts
-    runtime = worker_runtime(metrics_host=config.metrics_host, metrics_port=config.metrics_port)
-    if config.metrics_port:
-        log.info(
-            "Prometheus metrics on http://%s:%d/metrics", config.metrics_host, config.metrics_port
-        )
+    if client is None:
+        config.connection.resolve()  # a bad profile or TLS file fails before the dev server
     tracing: Tracing | None = None
     server: DevServer | None = None
-    address = config.address
+    connection = config.connection
     _prepare_directories(config)
     if config.dev:
         server = await start_dev_server(
@@ -133,8 +154,14 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
             db_filename=str(Path(config.data_dir) / "temporal.db"),
             log_path=str(Path(config.data_dir) / "temporal.log"),
         )
-        address = server.address
-        log.info("Temporal dev server on %s, Web UI on %s", address, server.ui_url)
+        # The dev server speaks plaintext on its own address; the namespace is still ours.
+        connection = ConnectionConfig(
+            address=server.address,
+            namespace=connection.resolve()["namespace"],
+            tls=False,
+            environ={},
+        )
+        log.info("Temporal dev server on %s, Web UI on %s", server.address, server.ui_url)
     try:
         plugin = StatecorePlugin(
             config.database_url,
@@ -146,15 +173,25 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
         if config.otel:
             tracing = start_tracing(endpoint=config.otel_endpoint)
             log.info("tracing to %s", config.otel_endpoint or "the console")
-        client = await Client.connect(
-            address,
-            namespace=config.temporal_namespace,
-            plugins=[plugin],
-            interceptors=[tracing.interceptor] if tracing else [],
-            runtime=runtime,
-        )
+        interceptors = [tracing.interceptor] if tracing else []
+        if client is None:
+            runtime = worker_runtime(
+                metrics_host=config.metrics_host, metrics_port=config.metrics_port
+            )
+            if config.metrics_port:
+                log.info(
+                    "Prometheus metrics on http://%s:%d/metrics",
+                    config.metrics_host,
+                    config.metrics_port,
+                )
+            client = await connection.connect(
+                plugins=[plugin], interceptors=interceptors, runtime=runtime
+            )
+            log.info("connected to Temporal at %s", connection.describe())
+        else:
+            client = with_plugin(client, plugin, interceptors)
         if config.register_search_attributes:
-            added = await ensure_search_attributes(client, config.temporal_namespace)
+            added = await ensure_search_attributes(client, client.namespace)
             if added:
                 log.info("registered search attributes %s", ", ".join(added))
         worker = Worker(client, task_queue=config.task_queue, interceptors=[SessionLogContext()])
@@ -171,6 +208,18 @@ async def run_worker(config: WorkerConfig, *, stop: asyncio.Event | None = None)
             tracing.shutdown()
         if server is not None:
             server.stop()
+
+
+def with_plugin(client: Client, plugin: StatecorePlugin, interceptors: list[Any]) -> Client:
+    """A client on ``client``'s connection, configured as it was plus statecore's plugin (and
+    ``interceptors``). One already carrying a StatecorePlugin is used as it is."""
+    settings = client.config()  # as the user gave it, before plugins applied themselves
+    if any(isinstance(p, StatecorePlugin) for p in settings["plugins"]) and not interceptors:
+        return client
+    if not any(isinstance(p, StatecorePlugin) for p in settings["plugins"]):
+        settings["plugins"] = [*settings["plugins"], plugin]
+    settings["interceptors"] = [*settings["interceptors"], *interceptors]
+    return Client(**settings)
 
 
 def _prepare_directories(config: WorkerConfig) -> None:

@@ -1,0 +1,425 @@
+"""The one reader of statecore's configuration, for the worker, the ``statecore`` command and
+the codec server.
+
+Every environment variable is read here, through ``Environment``, under one rule: an empty
+variable counts as unset (compose's ``${X:-}`` and ``.env`` files hand over ""). A flag
+overrides its variable, a variable overrides the default. A value that does not parse is a
+``SettingError`` naming the flag or variable and what it accepts, never a traceback.
+
+Nothing here imports temporalio: the codec server and ``statecore --help`` stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
+
+from statecore.contract.session import DEFAULT_TASK_QUEUE
+from statecore.core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from statecore.temporal.connection import ConnectionConfig
+    from statecore.temporal.worker import WorkerConfig
+
+T = TypeVar("T")
+
+DEFAULT_DATA_DIR = ".statecore"
+DEFAULT_DATABASE_URL = f"sqlite+aiosqlite:///{DEFAULT_DATA_DIR}/statecore.db"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+
+#: The variables statecore reads itself. Those of ``temporalio.envconfig`` (``TEMPORAL_*``,
+#: the way the ``temporal`` CLI connects) are handed to it under the same empty-means-unset rule.
+STATECORE_VARIABLES = frozenset(
+    {
+        "STATECORE_TASK_QUEUE",
+        "STATECORE_DATABASE_URL",
+        "STATECORE_MODEL",
+        "STATECORE_MODEL_BASE_URL",
+        "STATECORE_MODEL_API_KEY",
+        "OPENAI_API_KEY",
+        "STATECORE_ENCODING",
+        "STATECORE_ENCRYPTION_KEYS",
+        "STATECORE_CODEC_TOKEN",
+        "STATECORE_LOG_LEVEL",
+        "STATECORE_LOG_FORMAT",
+        "STATECORE_METRICS_PORT",
+        "STATECORE_METRICS_HOST",
+        "STATECORE_OTEL",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    }
+)
+TEMPORAL_VARIABLES = frozenset(
+    {
+        "TEMPORAL_ADDRESS",
+        "TEMPORAL_NAMESPACE",
+        "TEMPORAL_API_KEY",
+        "TEMPORAL_TLS",
+        "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        "TEMPORAL_TLS_CLIENT_CERT_DATA",
+        "TEMPORAL_TLS_CLIENT_KEY_PATH",
+        "TEMPORAL_TLS_CLIENT_KEY_DATA",
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+        "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+        "TEMPORAL_TLS_SERVER_NAME",
+        "TEMPORAL_PROFILE",
+        "TEMPORAL_CONFIG_FILE",
+    }
+)
+
+
+class SettingError(InvalidInputError):
+    """A flag, environment variable or profile value statecore cannot use as given."""
+
+    code = "InvalidSetting"
+
+
+# --- parsing one value -------------------------------------------------------------------------
+# Each parser takes the text and raises ValueError saying what is allowed; ``Environment`` and
+# the flags wrap that with the variable's or the flag's name.
+
+
+def parse_port(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"{number} is not a port number (0-65535)")
+    return number
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a boolean (true/false, 1/0, yes/no, on/off)")
+
+
+def parse_log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"{text!r} is not a log level ({', '.join(LOG_LEVELS)})")
+    return level
+
+
+def parse_log_format(text: str) -> LogFormat:
+    if text not in LOG_FORMATS:
+        raise ValueError(f"{text!r} is not a log format ({', '.join(LOG_FORMATS)})")
+    return cast(LogFormat, text)
+
+
+def flag_type(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse ``type=``: a bad flag value is a one-line usage error."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__.removeprefix("parse_")
+    return convert
+
+
+# --- the environment ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Environment variables under statecore's one rule: an empty value is no value."""
+
+    values: Mapping[str, str]
+
+    @classmethod
+    def of(cls, variables: Mapping[str, str]) -> Environment:
+        return cls({name: value for name, value in variables.items() if value != ""})
+
+    @classmethod
+    def from_process(cls) -> Environment:
+        """The process's environment: the only place statecore reads ``os.environ``."""
+        return cls.of(os.environ)
+
+    def text(self, name: str) -> str | None:
+        return self.values.get(name)
+
+    def parsed(self, name: str, parse: Callable[[str], T]) -> T | None:
+        raw = self.values.get(name)
+        if raw is None:
+            return None
+        try:
+            return parse(raw)
+        except ValueError as exc:
+            raise SettingError(f"environment variable {name}: {exc}") from None
+
+    def temporal(self) -> dict[str, str]:
+        """What ``temporalio.envconfig`` reads (``TEMPORAL_*``), plus ``HOME`` and the XDG
+        variables it finds the default ``temporal.toml`` by."""
+        return {
+            name: value
+            for name, value in self.values.items()
+            if name.startswith("TEMPORAL_") or name in ("HOME", "XDG_CONFIG_HOME", "APPDATA")
+        }
+
+
+def pick(flag: T | None, env: Environment, name: str, parse: Callable[[str], T], default: T) -> T:
+    """The flag if given, else the variable ``name`` parsed, else ``default``."""
+    if flag is not None:
+        return flag
+    from_env = env.parsed(name, parse)
+    return default if from_env is None else from_env
+
+
+def _text(value: str) -> str:
+    return value
+
+
+# --- the connection to Temporal (every entry point) --------------------------------------------
+
+
+def add_connection_options(group: argparse._ActionsContainer, *, suppress: bool) -> None:
+    """The ``temporal`` CLI's connection flags. ``suppress``: a command's copy of the global
+    options, which leaves a value given before the command alone (see statecore.cli)."""
+    default = argparse.SUPPRESS if suppress else None
+    group.add_argument(
+        "--address",
+        default=default,
+        help="Temporal frontend host:port (env TEMPORAL_ADDRESS; default localhost:7233)",
+    )
+    group.add_argument(
+        "--namespace",
+        default=default,
+        help="Temporal namespace (env TEMPORAL_NAMESPACE; default 'default')",
+    )
+    group.add_argument(
+        "--api-key",
+        default=default,
+        metavar="KEY",
+        help="API key, e.g. Temporal Cloud's; turns TLS on (env TEMPORAL_API_KEY; prefer it: "
+        "flags show in the process list)",
+    )
+    group.add_argument(
+        "--tls",
+        type=flag_type(parse_bool),
+        nargs="?",
+        const=True,
+        default=default,
+        metavar="BOOL",
+        help="connect with TLS (env TEMPORAL_TLS); on by itself with an API key or a TLS file",
+    )
+    group.add_argument(
+        "--tls-cert-path",
+        default=default,
+        metavar="PATH",
+        help="client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)",
+    )
+    group.add_argument(
+        "--tls-key-path",
+        default=default,
+        metavar="PATH",
+        help="client private key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)",
+    )
+    group.add_argument(
+        "--tls-ca-path",
+        default=default,
+        metavar="PATH",
+        help="CA certificate the server's is checked against (env "
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH; default: the system's)",
+    )
+    group.add_argument(
+        "--tls-server-name",
+        default=default,
+        metavar="NAME",
+        help="server name to verify, when not the address's host (env TEMPORAL_TLS_SERVER_NAME)",
+    )
+    group.add_argument(
+        "--profile",
+        default=default,
+        help="profile of the temporal.toml file (env TEMPORAL_PROFILE; default 'default')",
+    )
+    group.add_argument(
+        "--config-file",
+        default=default,
+        metavar="PATH",
+        help="the temporal.toml file (env TEMPORAL_CONFIG_FILE; default "
+        "~/.config/temporalio/temporal.toml)",
+    )
+
+
+def connection_config(args: argparse.Namespace, env: Environment) -> ConnectionConfig:
+    """The connection the flags in ``args`` and the environment describe (the temporal.toml
+    profile and ``TEMPORAL_*`` variables are applied when it is resolved)."""
+    from statecore.temporal.connection import ConnectionConfig
+
+    return ConnectionConfig(
+        address=getattr(args, "address", None),
+        namespace=getattr(args, "namespace", None),
+        api_key=getattr(args, "api_key", None),
+        tls=getattr(args, "tls", None),
+        tls_cert_path=getattr(args, "tls_cert_path", None),
+        tls_key_path=getattr(args, "tls_key_path", None),
+        tls_ca_path=getattr(args, "tls_ca_path", None),
+        tls_server_name=getattr(args, "tls_server_name", None),
+        profile=getattr(args, "profile", None),
+        config_file=getattr(args, "config_file", None),
+        environ=env.temporal(),
+    )
+
+
+# --- statecore's own settings, shared by the worker and the command ----------------------------
+
+
+def add_state_options(
+    group: argparse._ActionsContainer, *, suppress: bool, skip: tuple[str, ...] = ()
+) -> None:
+    """Task queue, database and keyring: what the worker and the command must agree on."""
+    default = argparse.SUPPRESS if suppress else None
+    if "--task-queue" not in skip:
+        group.add_argument(
+            "--task-queue",
+            default=default,
+            help="task queue sessions run on (env STATECORE_TASK_QUEUE; default statecore)",
+        )
+    group.add_argument(
+        "--database-url",
+        default=default,
+        help=f"statecore's database (env STATECORE_DATABASE_URL; default {DEFAULT_DATABASE_URL})",
+    )
+    group.add_argument(
+        "--encryption-keys",
+        default=default,
+        metavar="ID:KEY,...",
+        help="payload keyring, AES-256-GCM, newest last (env STATECORE_ENCRYPTION_KEYS; "
+        "prefer it: flags show in the process list)",
+    )
+
+
+def task_queue(args: argparse.Namespace, env: Environment) -> str:
+    return pick(
+        getattr(args, "task_queue", None), env, "STATECORE_TASK_QUEUE", _text, DEFAULT_TASK_QUEUE
+    )
+
+
+def database_url(args: argparse.Namespace, env: Environment) -> str:
+    return pick(
+        getattr(args, "database_url", None),
+        env,
+        "STATECORE_DATABASE_URL",
+        _text,
+        DEFAULT_DATABASE_URL,
+    )
+
+
+def encryption_keys(args: argparse.Namespace, env: Environment) -> str | None:
+    flag = getattr(args, "encryption_keys", None)
+    return flag if flag is not None else env.text("STATECORE_ENCRYPTION_KEYS")
+
+
+# --- the worker --------------------------------------------------------------------------------
+
+
+def add_worker_options(parser: argparse.ArgumentParser, *, dev_flag: bool = True) -> None:
+    """The worker's own flags (``statecore worker``; ``statecore dev`` without ``--dev``)."""
+    if dev_flag:
+        parser.add_argument(
+            "--dev", action="store_true", help="start an embedded Temporal dev server + Web UI"
+        )
+    parser.add_argument(
+        "--model", help="'offline' (default) or 'openai:<model name>' (env STATECORE_MODEL)"
+    )
+    parser.add_argument(
+        "--model-base-url",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (env "
+        "STATECORE_MODEL_BASE_URL); its key: env STATECORE_MODEL_API_KEY or OPENAI_API_KEY",
+    )
+    parser.add_argument(
+        "--encoding", help="tiktoken encoding (env STATECORE_ENCODING; default cl100k_base)"
+    )
+    parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations")
+    parser.add_argument("--port", type=flag_type(parse_port), help="dev server gRPC port (7233)")
+    parser.add_argument(
+        "--ui-port", type=flag_type(parse_port), help="dev server Web UI port (8233; 0: none)"
+    )
+    parser.add_argument("--data-dir", help=f"where the dev server's files go ({DEFAULT_DATA_DIR})")
+    parser.add_argument(
+        "--log-level",
+        type=flag_type(parse_log_level),
+        help=f"{', '.join(LOG_LEVELS)} (env STATECORE_LOG_LEVEL; default INFO)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=flag_type(parse_log_format),
+        help="text, or json: one object per line naming session, agent and turn "
+        "(env STATECORE_LOG_FORMAT; default text)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=flag_type(parse_port),
+        help="serve Prometheus metrics on this port (env STATECORE_METRICS_PORT; default: off)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        help="address the metrics endpoint binds, 0.0.0.0 in a container "
+        "(env STATECORE_METRICS_HOST; default 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--otel",
+        "--tracing",
+        action="store_const",
+        const=True,
+        help="OpenTelemetry tracing, needs the otel extra (env STATECORE_OTEL)",
+    )
+    parser.add_argument(
+        "--otel-endpoint",
+        help="OTLP/gRPC collector, e.g. http://collector:4317 (env OTEL_EXPORTER_OTLP_ENDPOINT; "
+        "default: spans to the console)",
+    )
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    level: str
+    format: LogFormat
+
+
+def log_settings(args: argparse.Namespace, env: Environment) -> LogSettings:
+    return LogSettings(
+        level=pick(args.log_level, env, "STATECORE_LOG_LEVEL", parse_log_level, "INFO"),
+        format=pick(
+            args.log_format, env, "STATECORE_LOG_FORMAT", parse_log_format, cast(LogFormat, "text")
+        ),
+    )
+
+
+def worker_config(args: argparse.Namespace, env: Environment, *, dev: bool) -> WorkerConfig:
+    """The worker ``args`` (global options and ``add_worker_options``) and ``env`` describe."""
+    from statecore.temporal.worker import WorkerConfig
+
+    defaults = WorkerConfig()
+    return WorkerConfig(
+        connection=connection_config(args, env),
+        task_queue=task_queue(args, env),
+        database_url=database_url(args, env),
+        model=pick(args.model, env, "STATECORE_MODEL", _text, defaults.model),
+        model_base_url=args.model_base_url or env.text("STATECORE_MODEL_BASE_URL"),
+        model_api_key=env.text("STATECORE_MODEL_API_KEY") or env.text("OPENAI_API_KEY"),
+        encoding=pick(args.encoding, env, "STATECORE_ENCODING", _text, defaults.encoding),
+        migrate=not args.no_migrate,
+        encryption_keys=encryption_keys(args, env),
+        dev=dev,
+        dev_port=defaults.dev_port if args.port is None else args.port,
+        dev_ui_port=defaults.dev_ui_port if args.ui_port is None else args.ui_port,
+        data_dir=args.data_dir or defaults.data_dir,
+        metrics_port=pick(args.metrics_port, env, "STATECORE_METRICS_PORT", parse_port, None),
+        metrics_host=pick(
+            args.metrics_host, env, "STATECORE_METRICS_HOST", _text, defaults.metrics_host
+        ),
+        otel=pick(args.otel, env, "STATECORE_OTEL", parse_bool, False),
+        otel_endpoint=args.otel_endpoint or env.text("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    )
