@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from statecore.core.errors import StatecoreError
+from statecore.core.errors import StatecoreError, validation_message
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -30,10 +30,8 @@ def typed_errors(fn: F) -> F:
                 err.message, err.details, type=err.code, non_retryable=not err.retryable
             ) from err
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
             raise ApplicationError(
-                f"{where}: {first.get('msg')}", type="InvalidInput", non_retryable=True
+                validation_message(err), type="InvalidInput", non_retryable=True
             ) from err
 
     return wrapper  # type: ignore[return-value]

@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 
 from statecore.contract.session import TooManyInputs
-from statecore.core.errors import InvalidInputError
+from statecore.core.errors import InvalidInputError, first_problem, validation_message
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,15 +62,12 @@ def parse_request(operation: str, model: type[M], payload: Any) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        detail = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
-        raise InvalidInputError(f"{operation}: {detail}") from err
+        raise InvalidInputError(f"{operation}: {validation_message(err)}") from err
 
 
 def _reason(err: Exception) -> str:
     if isinstance(err, ValidationError):
-        return str(err.errors()[0].get("msg"))[:200]
+        return first_problem(err)[1][:200]
     return (str(err).splitlines() or [type(err).__name__])[0][:200]
 
 

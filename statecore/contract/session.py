@@ -14,7 +14,12 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue, ValidationError, field_validator, model_validator
 
-from statecore.core.errors import ContentTooLargeError, InvalidInputError, UnknownStoreError
+from statecore.core.errors import (
+    ContentTooLargeError,
+    InvalidInputError,
+    UnknownStoreError,
+    validation_message,
+)
 from statecore.core.models import (
     ALL_STORES,
     DEFAULT_NAMESPACE,
@@ -174,9 +179,7 @@ class SendMessageInput(StatecoreModel):
         try:
             self.to_message()
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise InvalidInputError(f"message {where}: {first.get('msg')}") from err
+            raise InvalidInputError(f"message {validation_message(err)}") from err
         reject_nul(self.metadata, "message metadata")
         size = len(self.model_dump_json().encode("utf-8"))
         if size > MAX_TURN_REQUEST_BYTES:

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError
 
-from statecore.core.errors import BundleError, InvalidInputError
+from statecore.core.errors import BundleError, InvalidInputError, validation_message
 from statecore.core.models import (
     DEFAULT_SESSION_TTL_SECONDS,
     FlowCheckpoint,
@@ -244,15 +244,6 @@ def _parse(data: bytes) -> Any:
         ) from exc
 
 
-def _validation_message(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors()[:10]:
-        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        problems.append(f"{location}: {error['msg']}")
-    more = f" (and {exc.error_count() - 10} more)" if exc.error_count() > 10 else ""
-    return "; ".join(problems) + more
-
-
 def load_bundle(data: bytes) -> Bundle:
     """Decode and verify a file written by ``dump_bundle``; BundleError on any defect."""
     envelope = _parse(data)
@@ -281,9 +272,8 @@ def load_bundle(data: bytes) -> Bundle:
     try:
         bundle = model.model_validate(content)
     except ValidationError as exc:
-        raise BundleError(
-            f"bundle fields are missing or invalid: {_validation_message(exc)}"
-        ) from exc
+        problems = validation_message(exc, what="(top level)", limit=10)
+        raise BundleError(f"bundle fields are missing or invalid: {problems}") from exc
     except InvalidInputError as exc:
         # Model validators raise statecore's own errors (bad identifiers, empty content).
         if isinstance(exc, BundleError):

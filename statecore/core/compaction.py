@@ -33,6 +33,7 @@ from statecore.core.errors import (
     ModelError,
     SessionNotFoundError,
     UnknownStrategyError,
+    first_problem,
 )
 from statecore.core.models import (
     SessionInfo,
@@ -107,10 +108,10 @@ class CompactionRequest(StatecoreModel):
             return cls.model_validate({} if raw is None else raw)
         except ValidationError as exc:
             raise InvalidInputError(
-                f"compaction request is malformed: {exc.errors()[0]['msg']}; send "
+                f"compaction request is malformed: {first_problem(exc)[1]}; send "
                 '{"strategy": "recent"|"tokens"|"summarize", "max_tokens": int, '
                 '"max_messages": int}, every field optional',
-                errors=len(exc.errors()),
+                errors=exc.error_count(),
             ) from exc
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 
 class StatecoreError(Exception):
     """Root of every error statecore raises on purpose."""
@@ -205,3 +207,25 @@ def error_from_code(code: str | None, message: str) -> StatecoreError:
     """Rebuild a typed error from a Temporal ``ApplicationError.type`` (client side)."""
     cls = ERRORS_BY_CODE.get(code or "", StatecoreError)
     return cls(message)
+
+
+# --- pydantic's refusals, in statecore's words -------------------------------------------------
+
+
+def first_problem(err: ValidationError) -> tuple[str, str]:
+    """The first problem pydantic found: its field path (``"profile.max_tokens"``, or ``""``
+    for the input as a whole) and its message."""
+    first = err.errors()[0]
+    return ".".join(str(part) for part in first.get("loc", ())), str(first.get("msg"))
+
+
+def validation_message(err: ValidationError, *, what: str = "", limit: int | None = 1) -> str:
+    """``"field.path: message"`` for the first ``limit`` problems (all if None), joined by
+    ``"; "``. A problem with no field path is named ``what`` (or shown bare)."""
+    problems = err.errors() if limit is None else err.errors()[:limit]
+    parts = []
+    for problem in problems:
+        where = ".".join(str(part) for part in problem.get("loc", ())) or what
+        parts.append(f"{where}: {problem.get('msg')}" if where else str(problem.get("msg")))
+    hidden = err.error_count() - len(problems)
+    return "; ".join(parts) + (f" (and {hidden} more)" if hidden > 0 else "")

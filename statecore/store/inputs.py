@@ -25,6 +25,7 @@ from statecore.core.errors import (
     StatecoreError,
     StateTooLargeError,
     VersionConflictError,
+    validation_message,
 )
 from statecore.core.models import (
     MAX_KV_VALUE_BYTES,
@@ -136,9 +137,7 @@ def revalidate(model: type[_M], value: Any, what: str) -> _M:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or what}: {err['msg']}" for err in exc.errors()
-        )
+        problems = validation_message(exc, what=what, limit=None)
         raise InvalidInputError(f"invalid {what}: {problems}") from exc
 
 

@@ -47,7 +47,14 @@ from statecore.contract.session import (
     TurnResult,
     workflow_id_for,
 )
-from statecore.core.errors import ERRORS_BY_CODE, InvalidInputError, StatecoreError, error_from_code
+from statecore.core.errors import (
+    ERRORS_BY_CODE,
+    InvalidInputError,
+    StatecoreError,
+    error_from_code,
+    first_problem,
+    validation_message,
+)
 from statecore.core.models import SessionRef, validate_identifier, validate_key
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
@@ -67,9 +74,8 @@ def _request(model: type[M], **fields: Any) -> M:
     try:
         return model(**fields)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or model.__name__
-        raise InvalidInputError(f"{where}: {first.get('msg')}", field=where) from err
+        where = first_problem(err)[0] or model.__name__
+        raise InvalidInputError(validation_message(err, what=where), field=where) from err
 
 
 class AgentSessionClient:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from statecore.core.errors import ERRORS_BY_CODE, MigrationError, StatecoreError
+from statecore.core.errors import ERRORS_BY_CODE, MigrationError, StatecoreError, validation_message
 
 #: Error codes that no retry can fix: the activity fails at once and the caller sees them.
 #: Derived from the error tree so a new error type cannot be forgotten here. The root type
@@ -58,11 +58,7 @@ def bad_input(err: StatecoreError | ValidationError) -> ApplicationError:
     Anything but an ApplicationError raised from a handler fails the workflow task, which
     Temporal retries forever: the workflow would take no more turns."""
     if isinstance(err, ValidationError):
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return ApplicationError(
-            f"{where}: {first.get('msg')}", type="InvalidInput", non_retryable=True
-        )
+        return ApplicationError(validation_message(err), type="InvalidInput", non_retryable=True)
     return ApplicationError(err.message, type=err.code, non_retryable=True)
 
 
