@@ -43,7 +43,7 @@ from statecore.core.models import (
     validate_text,
 )
 from statecore.workflow import Turn, TurnSession
-from statecore.workflow.activity_calls import NON_RETRYABLE_CODES
+from statecore.workflow.activity_calls import NON_RETRYABLE_CODES, failure_reason
 
 TOOL_AGENT_WORKFLOW_TYPE = "ToolAgent"
 #: The flow step a finished task ends on; its data holds the task's result.
@@ -233,9 +233,7 @@ class ToolAgent:
         except ActivityError as err:
             # A failed tool is news for the model (bad arguments, a service that is down),
             # not the end of the task: the model sees the error and may try another way.
-            cause = err.cause
-            reason = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
-            return f"error: {reason}"
+            return f"error: {failure_reason(err)}"
         return out.content
 
     def _checkpoint(self, turn: Turn, flow_id: str, step: str, data: dict[str, Any]) -> None:

@@ -60,6 +60,7 @@ from statecore.core.errors import StatecoreError
 from statecore.core.models import StateOperationResult, StateStoreReport
 from statecore.observability.metrics import record_rejection
 from statecore.workflow import TurnSession
+from statecore.workflow.activity_calls import refusal
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -67,10 +68,6 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_STATUS: SearchAttributeKey.for_keyword(SA_STATUS),
     SA_TURN: SearchAttributeKey.for_int(SA_TURN),
 }
-
-
-def _reject(code: str, message: str, *, retryable: bool = False) -> ApplicationError:
-    return ApplicationError(message, type=code, non_retryable=not retryable)
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -232,19 +229,19 @@ class AgentSession:
     def _check_send(self, payload: Any) -> None:
         status = self._cp.status
         if status == "paused":
-            raise _reject(
+            raise refusal(
                 "SessionPaused",
                 f"session is paused ({self._cp.pause_reason}); send the resume signal first",
             )
         if status == "closed" or self._close is not None:
-            raise _reject("SessionClosed", "session is closing; send again to reopen it")
+            raise refusal("SessionClosed", "session is closing; send again to reopen it")
         # Not the server's continue-as-new suggestion: it can first show in a task that
         # carries nothing but this update. The SDK wakes no waiting code for a task of
         # refused updates only (they leave no history to replay), so the run would never
         # start draining and every later turn would be refused too. Admitted, this turn
         # wakes the run, which drains after it.
         if status == "draining" or self._must_continue():
-            raise _reject(
+            raise refusal(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
         self._parse_or_raise("send_message", SendMessageInput, payload)
@@ -393,7 +390,7 @@ class AgentSession:
             req: DescribeInput = self._parse_or_raise("describe", DescribeInput, payload)
         except ApplicationError as err:
             # A failed query reaches its caller as a message only, so the code leads it.
-            raise _reject(err.type or "InvalidInput", f"{err.type}: {err.message}") from err
+            raise refusal(err.type or "InvalidInput", f"{err.type}: {err.message}") from err
         return self._describe(req.include_data)
 
     def _describe(self, include_data: bool) -> SessionReport:
@@ -419,7 +416,7 @@ class AgentSession:
         except StatecoreError as err:
             # ``from None``: the typed message is the whole story; a chained cause would repeat
             # it (with pydantic's text) in every client's error output.
-            raise _reject(err.code, err.message) from None
+            raise refusal(err.code, err.message) from None
 
     async def _guarded(self, operation: str, work: Any) -> None:
         """Run a signal's work; a failure is recorded in the report, never fails the workflow."""

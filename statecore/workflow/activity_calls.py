@@ -52,14 +52,20 @@ MAX_ACTIVITY_INPUT_BYTES = 2 * 1024 * 1024 - 64 * 1024
 T = TypeVar("T")
 
 
-def bad_input(err: StatecoreError | ValidationError) -> ApplicationError:
-    """Bad input found in workflow code, as the typed failure its caller should see.
+def refusal(code: str, message: str, *, retryable: bool = False) -> ApplicationError:
+    """A typed refusal for the caller of a handler or a turn: the one shape every failure
+    raised from workflow code takes.
 
     Anything but an ApplicationError raised from a handler fails the workflow task, which
     Temporal retries forever: the workflow would take no more turns."""
+    return ApplicationError(message, type=code, non_retryable=not retryable)
+
+
+def bad_input(err: StatecoreError | ValidationError) -> ApplicationError:
+    """Bad input found in workflow code, as the typed refusal its caller should see."""
     if isinstance(err, ValidationError):
-        return ApplicationError(validation_message(err), type="InvalidInput", non_retryable=True)
-    return ApplicationError(err.message, type=err.code, non_retryable=True)
+        return refusal("InvalidInput", validation_message(err))
+    return refusal(err.code, err.message)
 
 
 def checked(build: Callable[[], T]) -> T:
@@ -80,4 +86,10 @@ def reraise_activity_error(err: ActivityError) -> ApplicationError:
         return ApplicationError(
             cause.message, *cause.details, type=cause.type, non_retryable=cause.non_retryable
         )
-    return ApplicationError(str(cause or err), type="ActivityFailed", non_retryable=True)
+    return refusal("ActivityFailed", str(cause or err))
+
+
+def failure_reason(err: ActivityError) -> str:
+    """What went wrong in a failed activity, in one message (for a model or a report)."""
+    cause = err.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or err)
