@@ -35,6 +35,9 @@ from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
 
 log = logging.getLogger("statecore.worker")
 
+#: The signals that stop a worker run by ``run_worker``.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 
 @dataclass
@@ -135,14 +138,24 @@ async def run_worker(
             "metrics_port needs run_worker to connect (metrics come from the runtime it "
             "connects with); give your client a Runtime with telemetry, or pass no client"
         )
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-
     codec = build_codec(config)  # a malformed key fails before anything starts
     if client is None:
         config.connection.resolve()  # a bad profile or TLS file fails before the dev server
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await _run(config, client, codec, stop)
+    finally:
+        # The loop is the caller's: the handlers go once the worker has stopped.
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
+async def _run(
+    config: WorkerConfig, client: Client | None, codec: PayloadCodec | None, stop: asyncio.Event
+) -> None:
     tracing: Tracing | None = None
     server: DevServer | None = None
     connection = config.connection

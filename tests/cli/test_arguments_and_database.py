@@ -11,6 +11,7 @@ from tests.dbs import fresh_database
 
 COMMANDS = [
     "dev",
+    "worker",
     "chat",
     "sessions",
     "describe",
