@@ -20,7 +20,7 @@ results and never passes a tool call that is still waiting for its results.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -63,6 +63,7 @@ __all__ = [
     "ExtractiveSummarizer",
     "PreparedCompaction",
     "Summarizer",
+    "TransactionHook",
     "apply_compaction",
     "commit_compaction",
     "compact_session",
@@ -254,6 +255,10 @@ class PreparedCompaction(StatecoreModel):
     folded: list[StoredMessage] = Field(default_factory=list)
 
 
+#: Work a caller adds to one of compaction's transactions.
+TransactionHook = Callable[["StoreTransaction"], Awaitable[None]]
+
+
 async def prepare_compaction(
     tx: StoreTransaction,
     ref: SessionRef,
@@ -362,16 +367,32 @@ async def compact_session(
     summarizer: Summarizer | None = None,
     counter: TokenCounter,
     profile: SessionProfile | None = None,
+    on_plan: TransactionHook | None = None,
+    on_commit: TransactionHook | None = None,
 ) -> CompactionOutcome:
     """Like ``apply_compaction``, but the summarizer (a model call) runs between two short
     transactions instead of inside one; each runs again if it loses a deadlock
-    (``run_transaction``)."""
+    (``run_transaction``). The write fails with ConflictError if the session was compacted
+    meanwhile, so the result is as if it ran in one transaction.
+
+    ``on_plan`` and ``on_commit`` run inside the planning and the writing transaction (after
+    the plan, after the write), for callers that report what the session held at each point."""
     from statecore.store.retry import run_transaction  # SQL stays out of the sandbox's imports
 
-    prepared = await run_transaction(
-        store, lambda tx: prepare_compaction(tx, ref, request, profile=profile)
-    )
+    async def plan(tx: StoreTransaction) -> PreparedCompaction:
+        prepared = await prepare_compaction(tx, ref, request, profile=profile)
+        if on_plan is not None:
+            await on_plan(tx)
+        return prepared
+
+    async def write(tx: StoreTransaction) -> CompactionOutcome:
+        outcome = await commit_compaction(tx, ref, prepared, summary)
+        if on_commit is not None:
+            await on_commit(tx)
+        return outcome
+
+    prepared = await run_transaction(store, plan)
     summary = await _summary_for(prepared, summarizer, counter)
-    if not prepared.plan.changed:
+    if not prepared.plan.changed and on_commit is None:
         return _outcome(prepared, None)
-    return await run_transaction(store, lambda tx: commit_compaction(tx, ref, prepared, summary))
+    return await run_transaction(store, write)

@@ -13,13 +13,7 @@ import functools
 from collections.abc import Sequence
 from datetime import datetime
 
-from statecore.core.compaction import (
-    CompactionOutcome,
-    CompactionRequest,
-    PreparedCompaction,
-    commit_compaction,
-    prepare_compaction,
-)
+from statecore.core.compaction import CompactionRequest, TransactionHook, compact_session
 from statecore.core.errors import ResetRefusedError, SessionNotFoundError, UnknownStoreError
 from statecore.core.inspection import conversation_report, inspect_session
 from statecore.core.models import (
@@ -31,7 +25,7 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.profile import SessionProfile
-from statecore.core.summarizers import ExtractiveSummarizer, Summarizer
+from statecore.core.summarizers import Summarizer
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.kv_partition import clear_store
@@ -194,42 +188,41 @@ async def compact(
     """Compact the conversation of one session (never deletes messages).
 
     ``summarizer`` folds what leaves the window into the summary for ``summarize``; None
-    means the extractive summarizer. The plan is read in one transaction and written in a
-    second, with the summarizer (possibly a model call) in between so no transaction stays
-    open during it; the write fails with ConflictError if the session was compacted
-    meanwhile, so the result is as if it ran in one. The conversation report's metadata
-    holds ``before`` and ``after`` (the window's counters) and what the compaction decided.
-    A session that does not exist is reported in ``missing``."""
+    means the extractive summarizer. This is ``compact_session`` (two short transactions with
+    the summarizer between them) with the conversation's report taken in each: the report's
+    metadata holds ``before`` and ``after`` (the window's counters) and what the compaction
+    decided. A session that does not exist is reported in ``missing``."""
     result = StateOperationResult(
         operation="compact", session_id=ref.session_id, namespace=ref.namespace
     )
+    # Keyed by phase: a transaction that runs again replaces its own report.
+    reports: dict[str, StateStoreReport] = {}
 
-    async def plan(tx: StoreTransaction) -> tuple[StateStoreReport, PreparedCompaction] | None:
-        info = await tx.sessions.get(ref)
-        if info is None:
-            return None
-        before = await conversation_report(tx, ref, info, include_data=False)
-        return before, await prepare_compaction(tx, ref, request, profile=profile)
+    def report_as(phase: str) -> TransactionHook:
+        async def report(tx: StoreTransaction) -> None:
+            info = await tx.sessions.get(ref)
+            if info is None:  # compaction raises first; this keeps the types honest
+                raise SessionNotFoundError(f"session {ref} was deleted during compaction")
+            reports[phase] = await conversation_report(tx, ref, info, include_data=False)
 
-    planned = await run_transaction(store, plan)
-    if planned is None:
+        return report
+
+    try:
+        outcome = await compact_session(
+            store,
+            ref,
+            request,
+            summarizer=summarizer,
+            counter=counter,
+            profile=profile,
+            on_plan=report_as("before"),
+            on_commit=report_as("after"),
+        )
+    except SessionNotFoundError:
         result.missing.append("conversation")
         result.stores.append(StateStoreReport(name="conversation"))
         return result
-    before, prepared = planned
-    summary: str | None = None
-    if prepared.plan.summarize_to_seq is not None:
-        summarizer = summarizer or ExtractiveSummarizer(counter)
-        summary = await summarizer.summarize(prepared.previous_summary, prepared.folded)
-
-    async def write(tx: StoreTransaction) -> tuple[CompactionOutcome, StateStoreReport]:
-        outcome = await commit_compaction(tx, ref, prepared, summary)
-        after_info = await tx.sessions.get(ref)
-        if after_info is None:  # commit_compaction raises first; this keeps the types honest
-            raise SessionNotFoundError(f"session {ref} was deleted during compaction")
-        return outcome, await conversation_report(tx, ref, after_info, include_data=False)
-
-    outcome, after = await run_transaction(store, write)
+    before, after = reports["before"], reports["after"]
     after.metadata = {
         "before": before.metadata,
         "after": after.metadata,
