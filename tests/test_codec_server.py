@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -13,6 +17,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 
 from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
 from statecore.encryption.codec_server import CodecServer, main
+from statecore.temporal.devserver import free_port
 
 SECRET = "launch code: orchid-42-vermilion"
 UI_ORIGIN = "http://localhost:8233"
@@ -169,3 +174,63 @@ def test_cli_refuses_missing_or_malformed_keys(
 def test_an_empty_token_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="empty"):
         CodecServer(CODEC, port=0, token="  ")
+
+
+def test_empty_variables_count_as_unset_and_bad_ones_are_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The worker's rule: STATECORE_ENCRYPTION_KEYS= is no keyring, not a keyring named "".
+    monkeypatch.setenv("STATECORE_ENCRYPTION_KEYS", "")
+    with pytest.raises(SystemExit) as empty:
+        main(["--port", "0"])
+    assert empty.value.code == 2
+    assert "no keys: pass --keys or set STATECORE_ENCRYPTION_KEYS" in capsys.readouterr().err
+
+    monkeypatch.setenv("STATECORE_LOG_LEVEL", "loud")
+    with pytest.raises(SystemExit) as bad:
+        main(["--port", "0", "--keys", f"k1:{base64.b64encode(bytes(32)).decode()}"])
+    assert bad.value.code == 2
+    assert "STATECORE_LOG_LEVEL: 'loud' is not a log level" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--port", "http"])
+    assert "--port: 'http' is not a port number" in capsys.readouterr().err
+
+
+def test_an_empty_token_variable_leaves_the_server_open_like_an_unset_one() -> None:
+    """Run as operators run it; STATECORE_CODEC_TOKEN= starts it without a token (before the
+    one reader it crashed on the empty token) and it decodes for a local caller."""
+    key = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "STATECORE_ENCRYPTION_KEYS": key,
+        "STATECORE_CODEC_TOKEN": "",
+        "STATECORE_LOG_LEVEL": "",
+    }
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statecore.encryption.codec_server", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        codec = EncryptionCodec(Keyring.parse(key))
+        (encrypted,) = asyncio.run(codec.encode([plain(SECRET)]))
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.communicate()[0]
+            try:
+                answer = httpx.post(
+                    f"http://127.0.0.1:{port}/decode", json=body_of(encrypted), timeout=5
+                )
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline, "codec server not listening within 30s"
+                time.sleep(0.2)
+        assert answer.status_code == 200
+        assert json.loads(payloads_of(answer)[0].data) == SECRET
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert "bearer token required" not in out
