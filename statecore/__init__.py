@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "AgentSessionClient": "statecore.temporal.client",
     "WorkerConfig": "statecore.temporal.worker",
     "run_worker": "statecore.temporal.worker",
+    "ConnectionConfig": "statecore.temporal.connection",
     "AgentSession": "statecore.agent_session.workflow",
     # The turn API, for your own workflows.
     "TurnSession": "statecore.workflow.turn",
@@ -91,6 +92,7 @@ __all__ = [
     "AgentSessionClient",
     "ChatModel",
     "ConflictError",
+    "ConnectionConfig",
     "EncryptionCodec",
     "FlowCheckpoint",
     "InvalidInputError",
@@ -205,6 +207,7 @@ if TYPE_CHECKING:
     from statecore.store import StateStore, open_store, run_transaction
     from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
     from statecore.temporal.client import AgentSessionClient
+    from statecore.temporal.connection import ConnectionConfig
     from statecore.temporal.plugin import StatecorePlugin
     from statecore.temporal.worker import WorkerConfig, run_worker
     from statecore.workflow.turn import Turn, TurnSession
