@@ -32,10 +32,13 @@ from statecore.core.models import (
     MAX_PAGE_SIZE,
     MAX_RECENT_TOOLS,
     MAX_STATE_BYTES,
+    Hint,
     KVScope,
     Message,
     OrchestrationUpdate,
     SessionRef,
+    StoredMessage,
+    Summary,
     reject_nul,
     validate_identifier,
     validate_key,
@@ -357,3 +360,60 @@ def checked_flow_save(ref: Any, flow_id: Any, step: Any, data: Any) -> str:
     validate_identifier(flow_id, "flow_id")
     validate_identifier(step, "step")
     return encode_state(data, "flow data")
+
+
+# --- restored conversations (bundle import), checked the same way by every backend -----------
+
+
+def checked_log(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """An exported log, validated: ascending seqs, unique (turn_id, index), aware times, and
+    strictly ascending cumulative token totals (the window query relies on that order)."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a sequence of StoredMessage")
+    log: list[StoredMessage] = []
+    seen: set[tuple[str, int]] = set()
+    for message in messages:
+        row = revalidate(StoredMessage, message, "stored message")
+        check_message(row.model_dump(include=set(Message.model_fields)))
+        validate_identifier(row.turn_id, "turn_id")
+        row = row.model_copy(update={"created_at": check_aware(row.created_at, "created_at")})
+        if log and row.seq <= log[-1].seq:
+            raise InvalidInputError("restored messages must have strictly ascending seq")
+        if log and row.cumulative_tokens <= log[-1].cumulative_tokens:
+            raise InvalidInputError(
+                "restored messages must have strictly ascending cumulative_tokens"
+            )
+        if (row.turn_id, row.index) in seen:
+            raise InvalidInputError(f"turn {row.turn_id} index {row.index} appears twice")
+        seen.add((row.turn_id, row.index))
+        log.append(row)
+    return log
+
+
+@dataclass(frozen=True)
+class RestoreExtras:
+    hints: list[Hint]
+    summary: Summary | None
+    system_prompt: str | None
+
+
+def checked_restore_extras(
+    restored_hints: Sequence[Hint],
+    summary: Summary | None,
+    system_prompt: str | None,
+    last_seq: int,
+) -> RestoreExtras:
+    """Validate what ``restore`` writes besides the log."""
+    checked_hints = [revalidate(Hint, h, "hint") for h in restored_hints]
+    for hint in checked_hints:
+        validate_text(hint.text, "hint", allow_empty=False)
+        check_aware(hint.created_at, "hint created_at")
+    if summary is not None:
+        summary = revalidate(Summary, summary, "summary")
+        validate_text(summary.text, "summary", allow_empty=False)
+        check_aware(summary.created_at, "summary created_at")
+        if summary.through_seq > last_seq:
+            raise InvalidLimitError("summary.through_seq is past the last restored message")
+    if system_prompt is not None:
+        validate_text(system_prompt, "system prompt", allow_empty=False)
+    return RestoreExtras(checked_hints, summary, system_prompt)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.errors import AlreadyExistsError, InvalidLimitError, SessionNotFoundError
+from statecore.core.errors import (
+    AlreadyExistsError,
+    InvalidInputError,
+    InvalidLimitError,
+    SessionNotFoundError,
+)
 from statecore.core.models import Message, SessionRef, StoredMessage
 from statecore.core.tokens import TokenCounter
 from statecore.store import StateStore
@@ -310,6 +315,27 @@ async def test_restore_refuses_a_session_that_has_messages(
             await tx.conversation.restore(ref, stored)
     async with store.transaction() as tx:
         assert await tx.conversation.messages(ref) == stored
+
+
+async def test_restore_refuses_token_totals_that_do_not_ascend(
+    store: StateStore, ref: SessionRef, make_ref
+) -> None:
+    # The window query finds the budget's boundary by the running total: a log whose totals
+    # do not ascend would silently give a wrong window, on any backend.
+    stored = await _fill(store, ref, 2)
+    broken = [
+        stored[0],
+        stored[1].model_copy(update={"cumulative_tokens": stored[0].cumulative_tokens}),
+        *stored[2:],
+    ]
+    copy = make_ref("restored")
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(copy)
+    with pytest.raises(InvalidInputError, match="ascending cumulative_tokens"):
+        async with store.transaction() as tx:
+            await tx.conversation.restore(copy, broken)
+    async with store.transaction() as tx:
+        assert await tx.conversation.messages(copy) == []
 
 
 async def test_returned_messages_are_copies(store: StateStore, ref: SessionRef) -> None:

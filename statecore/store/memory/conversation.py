@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from statecore.core.errors import AlreadyExistsError, InvalidInputError, InvalidLimitError
+from statecore.core.errors import AlreadyExistsError, InvalidLimitError
 from statecore.core.models import (
     Hint,
     SessionRef,
@@ -19,13 +19,13 @@ from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
     check_aware,
     check_int,
-    check_message,
     check_message_range,
     check_page_limit,
     check_ref,
     check_token_budget,
     checked_append,
-    revalidate,
+    checked_log,
+    checked_restore_extras,
 )
 from statecore.store.memory.tables import SessionPartition
 from statecore.store.memory.transaction import TxContext
@@ -219,20 +219,9 @@ class MemoryConversationStore(ConversationStore):
         window_start_seq: int = 1,
     ) -> None:
         check_ref(ref)
-        log = _checked_log(messages)
-        checked_hints = [revalidate(Hint, h, "hint") for h in hints]
-        for hint in checked_hints:
-            validate_text(hint.text, "hint", allow_empty=False)
-            check_aware(hint.created_at, "hint created_at")
+        log = checked_log(messages)
         last_seq = log[-1].seq if log else 0
-        if summary is not None:
-            summary = revalidate(Summary, summary, "summary")
-            validate_text(summary.text, "summary", allow_empty=False)
-            check_aware(summary.created_at, "summary created_at")
-            if summary.through_seq > last_seq:
-                raise InvalidLimitError("summary.through_seq is past the last restored message")
-        if system_prompt is not None:
-            validate_text(system_prompt, "system prompt", allow_empty=False)
+        extras = checked_restore_extras(hints, summary, system_prompt, last_seq)
         check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
         part = self._ctx.session(ref)
         if part.messages:
@@ -241,37 +230,17 @@ class MemoryConversationStore(ConversationStore):
                 "empty log (clear it or import into a new session)"
             )
         part = self._ctx.session_for_write(ref)
-        _write_restored(part, log, self._ctx.ws.next_hint_id, checked_hints)
-        part.summary = summary
+        _write_restored(part, log, self._ctx.ws.next_hint_id, extras.hints)
+        part.summary = extras.summary
         part.info = part.info.model_copy(
             update={
-                "system_prompt": system_prompt,
+                "system_prompt": extras.system_prompt,
                 "last_seq": last_seq,
                 "message_count": len(log),
                 "token_total": log[-1].cumulative_tokens if log else 0,
                 "window_start_seq": window_start_seq,
             }
         )
-
-
-def _checked_log(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
-    """Exported messages, validated: ascending seqs, unique (turn_id, index), aware times."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidInputError("messages must be a sequence of StoredMessage")
-    log: list[StoredMessage] = []
-    seen: set[tuple[str, int]] = set()
-    for message in messages:
-        row = revalidate(StoredMessage, message, "stored message")
-        check_message(row.model_dump(include=set(NewMessage.model_fields)))
-        validate_identifier(row.turn_id, "turn_id")
-        row = row.model_copy(update={"created_at": check_aware(row.created_at, "created_at")})
-        if log and row.seq <= log[-1].seq:
-            raise InvalidInputError("restored messages must have strictly ascending seq")
-        if (row.turn_id, row.index) in seen:
-            raise InvalidInputError(f"turn {row.turn_id} index {row.index} appears twice")
-        seen.add((row.turn_id, row.index))
-        log.append(row)
-    return log
 
 
 def _write_restored(

@@ -18,10 +18,12 @@ from statecore.store.inputs import (
     check_ref,
     check_token_budget,
     checked_append,
+    checked_log,
+    checked_restore_extras,
 )
 from statecore.store.sql.context import SessionRow, SqlContext
-from statecore.store.sql.conversation_extras import ConversationExtras, checked_restore_extras
-from statecore.store.sql.message_rows import checked_log, stored_columns, stored_message
+from statecore.store.sql.conversation_extras import ConversationExtras
+from statecore.store.sql.message_rows import stored_columns, stored_message
 from statecore.store.sql.schema import hints as hint_table
 from statecore.store.sql.schema import messages as message_table
 

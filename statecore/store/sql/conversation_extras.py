@@ -2,46 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, insert, select
 
 from statecore.core.errors import InvalidLimitError
 from statecore.core.models import Hint, SessionRef, Summary, validate_text
-from statecore.store.inputs import check_aware, check_int, check_ref, revalidate
+from statecore.store.inputs import RestoreExtras, check_aware, check_int, check_ref
 from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.schema import hints as hint_table
-
-
-@dataclass(frozen=True)
-class RestoreExtras:
-    hints: list[Hint]
-    summary: Summary | None
-    system_prompt: str | None
-
-
-def checked_restore_extras(
-    restored_hints: Sequence[Hint],
-    summary: Summary | None,
-    system_prompt: str | None,
-    last_seq: int,
-) -> RestoreExtras:
-    """Validate what ``restore`` writes besides the log."""
-    checked_hints = [revalidate(Hint, h, "hint") for h in restored_hints]
-    for hint in checked_hints:
-        validate_text(hint.text, "hint", allow_empty=False)
-        check_aware(hint.created_at, "hint created_at")
-    if summary is not None:
-        summary = revalidate(Summary, summary, "summary")
-        validate_text(summary.text, "summary", allow_empty=False)
-        check_aware(summary.created_at, "summary created_at")
-        if summary.through_seq > last_seq:
-            raise InvalidLimitError("summary.through_seq is past the last restored message")
-    if system_prompt is not None:
-        validate_text(system_prompt, "system prompt", allow_empty=False)
-    return RestoreExtras(checked_hints, summary, system_prompt)
 
 
 def _summary_of(row: SessionRow) -> Summary | None:

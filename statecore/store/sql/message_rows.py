@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row
 
-from statecore.core.errors import InvalidInputError
-from statecore.core.models import Message, StoredMessage, validate_identifier
-from statecore.store.inputs import check_aware, check_message, revalidate
+from statecore.core.models import Message, StoredMessage
 
 
 def message_columns(message: Message) -> dict[str, Any]:
@@ -72,31 +69,6 @@ def stored_message(row: Row[Any] | dict[str, Any]) -> StoredMessage:
             "created_at": r["created_at"],
         }
     )
-
-
-def checked_log(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
-    """An exported log, validated: ascending seqs, unique (turn_id, index), aware times, and
-    strictly ascending cumulative token totals (the window query relies on that order)."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidInputError("messages must be a sequence of StoredMessage")
-    log: list[StoredMessage] = []
-    seen: set[tuple[str, int]] = set()
-    for message in messages:
-        row = revalidate(StoredMessage, message, "stored message")
-        check_message(row.model_dump(include=set(Message.model_fields)))
-        validate_identifier(row.turn_id, "turn_id")
-        row = row.model_copy(update={"created_at": check_aware(row.created_at, "created_at")})
-        if log and row.seq <= log[-1].seq:
-            raise InvalidInputError("restored messages must have strictly ascending seq")
-        if log and row.cumulative_tokens <= log[-1].cumulative_tokens:
-            raise InvalidInputError(
-                "restored messages must have strictly ascending cumulative_tokens"
-            )
-        if (row.turn_id, row.index) in seen:
-            raise InvalidInputError(f"turn {row.turn_id} index {row.index} appears twice")
-        seen.add((row.turn_id, row.index))
-        log.append(row)
-    return log
 
 
 def _dumps(value: Any) -> str:
