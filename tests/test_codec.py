@@ -185,8 +185,13 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
 
 
 def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from statecore.temporal.worker import build_codec
-    from worker import parse_config
+    from statecore.cli.app import build_parser
+    from statecore.temporal.settings import Environment, worker_config
+    from statecore.temporal.worker import WorkerConfig, build_codec
+
+    def parse_config(argv: list[str]) -> WorkerConfig:
+        args = build_parser().parse_args(["worker", *argv])
+        return worker_config(args, Environment.from_process(), dev=False)
 
     monkeypatch.setenv("STATECORE_ENCRYPTION_KEYS", f"env-old:{KEY_A},env-new:{KEY_B}")
     codec = build_codec(parse_config([]))
