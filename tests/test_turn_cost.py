@@ -93,7 +93,7 @@ async def test_a_turn_costs_the_same_statements_at_any_length(store: SqlStateSto
     early, late = seen[5], seen[40]
     assert len(late) == 2, late  # the context read, then the commit
     for transaction in late:
-        headers = [s for s in transaction if s.startswith("SELECT sessions.")]
+        headers = [s for s in transaction if s.startswith("SELECT statecore_sessions.")]
         assert len(headers) == 1, transaction
     # The window's boundary query joins once the log outgrows the budget; otherwise equal.
     assert [s for s in late[1]] == [s for s in early[1]]

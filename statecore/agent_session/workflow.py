@@ -27,6 +27,7 @@ from statecore.contract.activities import (
     ACT_DESCRIBE,
     ACT_OPEN_SESSION,
     ACT_RESET,
+    CommitTurnResult,
     ControlInput,
     ControlResult,
     OpenSessionInput,
@@ -57,7 +58,7 @@ from statecore.contract.session import (
     TurnResult,
 )
 from statecore.core.errors import StatecoreError
-from statecore.core.models import StateOperationResult, StateStoreReport
+from statecore.core.models import StateOperationResult, StateStoreReport, TokenUsage
 from statecore.observability.metrics import record_rejection
 from statecore.workflow import TurnSession
 from statecore.workflow.activity_calls import refusal
@@ -246,13 +247,10 @@ class AgentSession:
             )
         self._parse_or_raise("send_message", SendMessageInput, payload)
 
-    def _after_turn(self, turn_id: str, commit: Any, usage: Any) -> None:
+    def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp
         cp.turn = commit.turn
-        cp.last_seq = commit.last_seq
-        cp.message_count = commit.message_count
-        cp.token_total = commit.token_total
-        cp.window_tokens = commit.window_tokens
+        cp.take_counters(commit)
         cp.usage = cp.usage + usage
         cp.recent_turn_ids = [*cp.recent_turn_ids, turn_id][-RECENT_TURN_IDS:]
         cp.last_operation = f"turn {commit.turn}"
@@ -467,10 +465,7 @@ class AgentSession:
         cp = self._cp
         # Turn numbers never go backwards, even after a conversation reset.
         cp.turn = max(cp.turn, snap.turn)
-        cp.last_seq = snap.last_seq
-        cp.message_count = snap.message_count
-        cp.token_total = snap.token_total
-        cp.window_tokens = snap.window_tokens
+        cp.take_counters(snap)
         cp.usage = snap.usage
         cp.active_step = snap.active_step
         self._session.turn_number = cp.turn

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, JsonValue, field_validator
 
-from statecore.contract.session import CompactInput
+from statecore.contract.session import CompactInput, LogCounters
 from statecore.core.errors import InvalidInputError
 from statecore.core.models import (
     DEFAULT_SESSION_TTL_SECONDS,
@@ -51,15 +51,11 @@ class OpenSessionInput(StatecoreModel):
     ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS
 
 
-class SessionSnapshot(StatecoreModel):
+class SessionSnapshot(LogCounters):
     """Counters read from SQL: how a fresh run (first start, or resume after close) learns
     where the session stands without replaying anything."""
 
     turn: int = 0
-    last_seq: int = 0
-    message_count: int = 0
-    token_total: int = 0
-    window_tokens: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
     active_step: str | None = None
     stores: list[Any] = Field(default_factory=list)
@@ -112,15 +108,10 @@ class CommitTurnInput(StatecoreModel):
     result: dict[str, JsonValue] = Field(default_factory=dict)
 
 
-class CommitTurnResult(StatecoreModel):
+class CommitTurnResult(LogCounters):
     turn: int
     duplicate: bool
     first_seq: int
-    last_seq: int
-    message_count: int
-    token_total: int
-    #: Tokens from the window start to the end of the log (drives auto-summarize).
-    window_tokens: int = 0
     state_version: int | None = None
     #: What the turn stored as its outcome (a duplicate answers from it). A model call's
     #: commit returns it empty: its outcome is the call's own result.

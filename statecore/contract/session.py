@@ -79,16 +79,28 @@ def workflow_id_for(agent_id: str, session_id: str, namespace: str = DEFAULT_NAM
     return f"agent-session:{namespace}:{agent_id}:{session_id}"
 
 
-class TurnCheckpoint(StatecoreModel):
+class LogCounters(StatecoreModel):
+    """Where a session's conversation log stands: the one model of these counters, shared by
+    the workflow's checkpoint, a run's snapshot from SQL and a committed turn's result."""
+
+    last_seq: int = 0
+    message_count: int = 0
+    token_total: int = 0
+    #: Tokens from the window start to the end of the log (drives auto-summarize).
+    window_tokens: int = 0
+
+    def take_counters(self, source: LogCounters) -> None:
+        """Set this model's log counters to ``source``'s."""
+        for name in LogCounters.model_fields:
+            setattr(self, name, getattr(source, name))
+
+
+class TurnCheckpoint(LogCounters):
     """The small, bounded state a session workflow holds. Never the transcript."""
 
     turn: int = 0
     status: SessionStatus = "active"
     pause_reason: str | None = None
-    last_seq: int = 0
-    message_count: int = 0
-    token_total: int = 0
-    window_tokens: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
     active_step: str | None = None
     recent_turn_ids: list[str] = Field(default_factory=list)

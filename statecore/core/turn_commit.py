@@ -15,6 +15,7 @@ import base64
 from typing import Any
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, SessionSnapshot
+from statecore.contract.session import LogCounters
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
 from statecore.store.base import StoreTransaction
@@ -93,10 +94,7 @@ async def commit_turn(
         turn=commit.turn,
         duplicate=False,
         first_seq=first_seq,
-        last_seq=info.last_seq,
-        message_count=info.message_count,
-        token_total=info.token_total,
-        window_tokens=await window_tokens(tx, info),
+        **(await log_counters(tx, info)).model_dump(),
         state_version=state_version,
         result=commit.result,
     )
@@ -157,6 +155,16 @@ async def window_tokens(tx: StoreTransaction, info: SessionInfo) -> int:
     return info.token_total - (first[0].cumulative_tokens - first[0].tokens)
 
 
+async def log_counters(tx: StoreTransaction, info: SessionInfo) -> LogCounters:
+    """The session's log counters as SQL holds them now."""
+    return LogCounters(
+        last_seq=info.last_seq,
+        message_count=info.message_count,
+        token_total=info.token_total,
+        window_tokens=await window_tokens(tx, info),
+    )
+
+
 async def snapshot(tx: StoreTransaction, ref: SessionRef) -> SessionSnapshot:
     """Where the session stands in SQL: counters only, no log scan."""
     info = await tx.sessions.get(ref)
@@ -165,10 +173,7 @@ async def snapshot(tx: StoreTransaction, ref: SessionRef) -> SessionSnapshot:
     orch = await tx.orchestration.get(ref)
     return SessionSnapshot(
         turn=await latest_turn(tx, ref),
-        last_seq=info.last_seq,
-        message_count=info.message_count,
-        token_total=info.token_total,
-        window_tokens=await window_tokens(tx, info),
+        **(await log_counters(tx, info)).model_dump(),
         usage=orch.cumulative_token_usage if orch else TokenUsage(),
         active_step=orch.active_step if orch else None,
     )
