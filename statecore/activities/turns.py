@@ -24,6 +24,7 @@ from statecore.contract.activities import (
     FlowOp,
     GenerateInput,
     GenerateResult,
+    ModelOutcome,
     ReadFlowInput,
     ReadKVInput,
     ReadStateInput,
@@ -31,7 +32,7 @@ from statecore.contract.activities import (
 )
 from statecore.core.context_window import AssembledContext, assemble_context
 from statecore.core.errors import ConflictError
-from statecore.core.models import KVEntry, Message, ToolCall
+from statecore.core.models import KVEntry, Message
 from statecore.core.turn_commit import commit_turn, find_turn
 from statecore.llm import ModelRequest, ModelResponse
 from statecore.observability.metrics import record_turn
@@ -133,11 +134,9 @@ class TurnActivities:
             update={
                 "messages": [*input.commit.messages, reply],
                 "usage": input.commit.usage + response.usage,
-                "result": {
-                    "reply": reply.model_dump(mode="json"),
-                    "usage": response.usage.model_dump(mode="json"),
-                    "context_tokens": context.tokens,
-                },
+                "result": ModelOutcome(
+                    reply=reply, usage=response.usage, context_tokens=context.tokens
+                ),
             }
         )
         done = await _commit(self._r, commit, started, looked_up=True)
@@ -224,17 +223,15 @@ async def _commit(
 def _duplicate(done: CommitTurnResult) -> GenerateResult:
     """The stored outcome of an already committed turn, without calling the model again."""
     stored = done.result
-    reply = stored.get("reply") or {"role": "assistant", "content": ""}
-    message = Message(
-        role="assistant",
-        content=str(reply.get("content", "")),  # type: ignore[union-attr]
-        tool_calls=[ToolCall.model_validate(c) for c in reply.get("tool_calls", [])],  # type: ignore[union-attr]
-    )
-    usage = stored.get("usage") or {}
+    if stored is None:  # committed by turn.commit(), which calls no model
+        return GenerateResult(
+            message=Message(role="assistant", content=""), commit=_without_outcome(done)
+        )
+    reply = stored.reply
     return GenerateResult(
-        message=message,
-        usage=usage,  # type: ignore[arg-type]
-        context_tokens=int(stored.get("context_tokens", 0) or 0),  # type: ignore[arg-type]
+        message=Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls),
+        usage=stored.usage,
+        context_tokens=stored.context_tokens,
         commit=_without_outcome(done),
     )
 
@@ -242,4 +239,4 @@ def _duplicate(done: CommitTurnResult) -> GenerateResult:
 def _without_outcome(done: CommitTurnResult) -> CommitTurnResult:
     """The commit as a model call returns it: the stored outcome repeats the call's own
     result and would be written to history twice."""
-    return done.model_copy(update={"result": {}})
+    return done.model_copy(update={"result": None})

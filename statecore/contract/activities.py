@@ -93,6 +93,20 @@ class OrchestrationOp(StatecoreModel):
     advance_sequence: int = 0
 
 
+class ModelOutcome(StatecoreModel):
+    """What a turn's model call produced, stored with the turn record so that sending the
+    same turn id again answers without calling the model."""
+
+    reply: Message
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    context_tokens: int = 0
+
+
+def _empty_is_none(value: Any) -> Any:
+    # Earlier releases wrote "no outcome" as {}; recorded histories and turn records keep it.
+    return None if value == {} else value
+
+
 class CommitTurnInput(StatecoreModel):
     """Everything a turn changed, committed by one local activity in one SQL transaction."""
 
@@ -105,7 +119,10 @@ class CommitTurnInput(StatecoreModel):
     state: StateOp | None = None
     orchestration: OrchestrationOp | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
-    result: dict[str, JsonValue] = Field(default_factory=dict)
+    #: The model call's outcome, stored with the turn (a turn without a model call has none).
+    result: ModelOutcome | None = None
+
+    _no_outcome = field_validator("result", mode="before")(_empty_is_none)
 
 
 class CommitTurnResult(LogCounters):
@@ -114,8 +131,10 @@ class CommitTurnResult(LogCounters):
     first_seq: int
     state_version: int | None = None
     #: What the turn stored as its outcome (a duplicate answers from it). A model call's
-    #: commit returns it empty: its outcome is the call's own result.
-    result: dict[str, JsonValue] = Field(default_factory=dict)
+    #: commit returns none: its outcome is the call's own result.
+    result: ModelOutcome | None = None
+
+    _no_outcome = field_validator("result", mode="before")(_empty_is_none)
 
 
 class GenerateInput(StatecoreModel):

@@ -170,7 +170,7 @@ class Turn:
     def advance_sequence(self) -> None:
         self._orchestration.advance_sequence += 1
 
-    def _commit_input(self, *, result: dict[str, Any] | None = None) -> CommitTurnInput:
+    def _commit_input(self) -> CommitTurnInput:
         return CommitTurnInput(
             ref=self.session.ref,
             turn_id=self.turn_id,
@@ -181,7 +181,6 @@ class Turn:
             state=self.state._op(),
             orchestration=self._orchestration,
             usage=self._usage,
-            result=result or {},
         )
 
     async def generate(self, *, tools: list[dict[str, Any]] | None = None) -> Message:
