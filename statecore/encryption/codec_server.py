@@ -77,6 +77,8 @@ class CodecServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        # socketserver types the host as str | bytes; an IPv4 or IPv6 TCP server gives str.
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
     def start(self) -> CodecServer:
