@@ -150,7 +150,7 @@ def test_empty_variables_count_as_unset(config_file: Path) -> None:
         (ConnectionConfig(tls_cert_path="/no/cert.pem", environ={}), "both a client certificate"),
         (
             ConnectionConfig(tls=False, tls_ca_path="/x", environ={}),
-            "--tls-ca-path given with TLS turned off",
+            "--tls-ca-path given with TLS turned off (--no-tls)",
         ),
     ],
 )

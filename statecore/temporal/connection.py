@@ -78,12 +78,7 @@ class ConnectionConfig:
 
     def describe(self) -> str:
         """``host:port (namespace N, TLS)`` for messages; never the API key."""
-        options = self.resolve()
-        tls = options.get("tls", False)
-        how = "TLS" if tls is not False else "plaintext"
-        if "api_key" in options:
-            how += ", API key"
-        return f"{options['target_host']} (namespace {options['namespace']}, {how})"
+        return _where(self.resolve())
 
     async def connect(
         self,
@@ -96,7 +91,7 @@ class ConnectionConfig:
         """A connected client, within ``connect_timeout``; TemporalUnreachableError naming
         the address otherwise."""
         options = self.resolve()
-        where = self.describe()
+        where = _where(options)
         connecting = Client.connect(
             options["target_host"],
             namespace=options["namespace"],
@@ -156,7 +151,7 @@ class ConnectionConfig:
         }
         given = [flag for flag, value in tls_files.items() if value is not None]
         if self.tls is False and given:
-            raise SettingError(f"{', '.join(given)} given with TLS turned off (--tls false)")
+            raise SettingError(f"{', '.join(given)} given with TLS turned off (--no-tls)")
         tls = profile.tls
         if given or self.tls is not None:
             base = tls or ClientConfigTLS()
@@ -179,6 +174,13 @@ class ConnectionConfig:
             tls=tls,
             grpc_meta=profile.grpc_meta,
         )
+
+
+def _where(options: ClientConnectConfig) -> str:
+    how = "TLS" if options.get("tls", False) is not False else "plaintext"
+    if "api_key" in options:
+        how += ", API key"
+    return f"{options['target_host']} (namespace {options['namespace']}, {how})"
 
 
 def _path(value: str | None) -> Path | None:

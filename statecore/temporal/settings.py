@@ -204,14 +204,13 @@ def add_connection_options(group: argparse._ActionsContainer, *, suppress: bool)
         help="API key, e.g. Temporal Cloud's; turns TLS on (env TEMPORAL_API_KEY; prefer it: "
         "flags show in the process list)",
     )
+    # A switch, not "--tls BOOL": an optional value would swallow the command after it.
     group.add_argument(
         "--tls",
-        type=flag_type(parse_bool),
-        nargs="?",
-        const=True,
+        action=argparse.BooleanOptionalAction,
         default=default,
-        metavar="BOOL",
-        help="connect with TLS (env TEMPORAL_TLS); on by itself with an API key or a TLS file",
+        help="connect with TLS, or not (env TEMPORAL_TLS=true/false); on by itself with an API "
+        "key or a TLS file",
     )
     group.add_argument(
         "--tls-cert-path",

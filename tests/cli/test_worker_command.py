@@ -105,8 +105,16 @@ async def test_a_bad_variable_is_one_line_naming_it(variable: str, value: str, s
         assert says in done.err, done.err
 
 
+def test_tls_is_a_switch_that_never_takes_the_command_as_its_value() -> None:
+    from statecore.cli.app import build_parser
+
+    args = build_parser().parse_args(["--tls", "sessions", "list"])
+    assert args.tls is True and args.command == "sessions"
+    assert build_parser().parse_args(["worker", "--no-tls"]).tls is False
+
+
 async def test_bad_flags_are_usage_errors() -> None:
-    for args in (["--metrics-port", "abc"], ["--tls", "maybe"], ["--timeout", "-1"]):
+    for args in (["--metrics-port", "abc"], ["--port", "http"], ["--timeout", "-1"]):
         done = await statecore("worker", *args)
         assert_one_line_error(done, 2)
         assert args[0] in done.err
