@@ -32,6 +32,12 @@ client_key_path = "{key}"
 """
 
 
+@pytest.fixture(autouse=True)
+def no_default_temporal_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """temporalio finds the default temporal.toml through the process's XDG_CONFIG_HOME."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+
+
 @pytest.fixture
 def config_file(tmp_path: Path) -> Path:
     for name in ("ca", "cert", "key"):
@@ -48,6 +54,18 @@ def config_file(tmp_path: Path) -> Path:
 def test_nothing_configured_is_a_local_plaintext_server() -> None:
     options = ConnectionConfig(environ={}).resolve()
     assert options == {"target_host": "localhost:7233", "namespace": "default"}
+
+
+def test_the_default_file_is_found_like_the_temporal_cli_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "xdg"
+    (home / "temporalio").mkdir(parents=True)
+    (home / "temporalio" / "temporal.toml").write_text(
+        '[profile.default]\naddress = "from-default-file:7233"\n'
+    )
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    assert ConnectionConfig(environ={}).resolve()["target_host"] == "from-default-file:7233"
 
 
 def test_the_file_then_the_environment_then_the_flags(config_file: Path) -> None:

@@ -225,8 +225,11 @@ def test_worker_environment_is_what_the_settings_reader_reads() -> None:
     assert {"TEMPORAL_ADDRESS", "STATECORE_DATABASE_URL", "STATECORE_METRICS_PORT"} <= given
 
 
-def test_the_compose_environment_configures_the_worker_as_written() -> None:
+def test_the_compose_environment_configures_the_worker_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Through the real reader: compose's defaults, its empty ${X:-} values counting as unset."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", base_env()["XDG_CONFIG_HOME"])  # a container's
     env = Environment.of(service_env("worker"))
     args = build_parser().parse_args(["worker"])
     config = worker_config(args, env, dev=False)

@@ -9,11 +9,13 @@ how it ended).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,8 +27,19 @@ READY_LINE = "statecore worker on task queue"
 
 
 def base_env() -> dict[str, str]:
-    """What a container has besides its configuration: a PATH and a HOME."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
+    """What a container has besides its configuration: a PATH and a HOME, and no
+    temporal.toml (a developer's own profile would otherwise point the worker elsewhere)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/"),
+        "XDG_CONFIG_HOME": empty_config_home(),
+    }
+
+
+@functools.cache
+def empty_config_home() -> str:
+    """An empty folder to use as XDG_CONFIG_HOME: temporalio finds no default temporal.toml."""
+    return tempfile.mkdtemp(prefix="statecore-no-temporal-config-")
 
 
 @asynccontextmanager

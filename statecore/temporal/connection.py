@@ -42,6 +42,9 @@ class ConnectionConfig:
 
     ``environ`` is the environment resolved against (``TEMPORAL_*``; an empty value counts as
     unset); None means the process's environment at the time of resolving, ``{}`` none at all.
+    Without a file named here or by ``TEMPORAL_CONFIG_FILE``, temporalio looks for the default
+    ``temporal.toml`` under the process's own ``XDG_CONFIG_HOME`` or ``HOME``, as the
+    ``temporal`` CLI does.
     """
 
     address: str | None = None

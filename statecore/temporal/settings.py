@@ -159,13 +159,8 @@ class Environment:
             raise SettingError(f"environment variable {name}: {exc}") from None
 
     def temporal(self) -> dict[str, str]:
-        """What ``temporalio.envconfig`` reads (``TEMPORAL_*``), plus ``HOME`` and the XDG
-        variables it finds the default ``temporal.toml`` by."""
-        return {
-            name: value
-            for name, value in self.values.items()
-            if name.startswith("TEMPORAL_") or name in ("HOME", "XDG_CONFIG_HOME", "APPDATA")
-        }
+        """The variables ``temporalio.envconfig`` reads: ``TEMPORAL_*``."""
+        return {name: value for name, value in self.values.items() if name.startswith("TEMPORAL_")}
 
 
 def pick(flag: T | None, env: Environment, name: str, parse: Callable[[str], T], default: T) -> T:

@@ -20,6 +20,7 @@ import pytest
 from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, dev_server, running_env  # noqa: F401  (fixture)
+from tests.worker_cli import empty_config_home
 
 ROOT = Path(__file__).resolve().parents[2]
 STATECORE = str(Path(sys.executable).parent / "statecore")
@@ -48,6 +49,7 @@ def cli_environment() -> dict[str, str]:
     """The test's environment minus anything that would point the program elsewhere."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "STATECORE_"))}
     env["PYTHONPATH"] = str(ROOT)
+    env["XDG_CONFIG_HOME"] = empty_config_home()  # no developer's temporal.toml either
     return env
 
 
