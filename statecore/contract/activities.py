@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from statecore.contract.session import CompactInput, LogCounters
 from statecore.core.errors import InvalidInputError
@@ -63,6 +63,10 @@ class SessionSnapshot(LogCounters):
 
 class KVOp(StatecoreModel):
     """A buffered KV write; a bytes value travels as base64 text with ``kind="bytes"``."""
+
+    # NaN and infinity are refused when the turn buffers the write, as the store would refuse
+    # them at commit (JSON has no spelling for them).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     op: Literal["put", "delete"]
     bucket: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 
 from statecore.core.errors import (
     ContentTooLargeError,
@@ -79,6 +79,17 @@ def workflow_id_for(agent_id: str, session_id: str, namespace: str = DEFAULT_NAM
     return f"agent-session:{namespace}:{agent_id}:{session_id}"
 
 
+class OperatorInput(StatecoreModel):
+    """Base of everything an operator or a program sends a session.
+
+    Strict: a JSON string is never read as a number or a boolean (``{"delete_state": "yes"}``
+    must not delete anything), a float is never read as an integer, and NaN or infinity is
+    refused anywhere, metadata included, because the store refuses them too: nothing is
+    accepted into history that the store would not take."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
 class LogCounters(StatecoreModel):
     """Where a session's conversation log stands: the one model of these counters, shared by
     the workflow's checkpoint, a run's snapshot from SQL and a committed turn's result."""
@@ -109,7 +120,7 @@ class TurnCheckpoint(LogCounters):
     last_operation: str | None = None
 
 
-class SessionInput(StatecoreModel):
+class SessionInput(OperatorInput):
     """Input of the AgentSession workflow. ``{"agent_id": ..., "session_id": ...}`` is enough."""
 
     agent_id: str
@@ -149,7 +160,7 @@ class SessionInput(StatecoreModel):
         )
 
 
-class SendMessageInput(StatecoreModel):
+class SendMessageInput(OperatorInput):
     """The ``send_message`` update: one turn. Sending the same ``turn_id`` again returns the
     same result and stores nothing new."""
 
@@ -230,15 +241,15 @@ class TurnResult(StatecoreModel):
 # --- signals and control updates ---------------------------------------------------------------
 
 
-class PauseInput(StatecoreModel):
+class PauseInput(OperatorInput):
     reason: str = Field(default="paused by operator", max_length=1000)
 
 
-class ResumeInput(StatecoreModel):
+class ResumeInput(OperatorInput):
     pass
 
 
-class ResetInput(StatecoreModel):
+class ResetInput(OperatorInput):
     """``stores`` empty means every store of this session (never another session's)."""
 
     stores: list[str] = Field(default_factory=list)
@@ -252,13 +263,13 @@ class ResetInput(StatecoreModel):
         return v
 
 
-class CompactInput(StatecoreModel):
+class CompactInput(OperatorInput):
     strategy: Literal["recent", "tokens", "summarize"] = "tokens"
     max_tokens: int | None = Field(default=None, ge=1, le=2_000_000)
     max_messages: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
-class AddHintInput(StatecoreModel):
+class AddHintInput(OperatorInput):
     text: str
 
     @field_validator("text")
@@ -270,7 +281,7 @@ class AddHintInput(StatecoreModel):
         return v
 
 
-class MigrateInput(StatecoreModel):
+class MigrateInput(OperatorInput):
     """Move the session to another task queue (continue-as-new there). Empty = stay."""
 
     task_queue: str = ""
@@ -281,11 +292,11 @@ class MigrateInput(StatecoreModel):
         return v if v == "" else validate_identifier(v, "task_queue")
 
 
-class CloseInput(StatecoreModel):
+class CloseInput(OperatorInput):
     delete_state: bool = False
 
 
-class DescribeInput(StatecoreModel):
+class DescribeInput(OperatorInput):
     include_data: bool = False
 
 

@@ -147,6 +147,11 @@ async def test_reset_and_compact_as_updates_return_reports(env: Env) -> None:
         ("add_hint", '{"text": ""}', "EmptyContent"),
         ("migrate", '{"task_queue": "../etc"}', "InvalidIdentifier"),
         ("close", '{"delete_state": "yes please"}', "InvalidInput"),
+        # Strict types: a destructive flag is only ever the JSON true.
+        ("close", '{"delete_state": "yes"}', "InvalidInput"),
+        ("close", '{"delete_state": 1}', "InvalidInput"),
+        ("compact", '{"max_tokens": "100"}', "InvalidInput"),
+        ("compact", '{"max_messages": 2.0}', "InvalidInput"),
         ("resume", "[1, 2]", "InvalidInput"),
     ],
 )
