@@ -6,13 +6,18 @@
         database_url="postgresql+asyncpg://app@db/agents")])
     await Worker(client, task_queue="statecore").run()
 
-It sets the pydantic data converter, passes statecore's pure modules through the workflow
-sandbox, registers the AgentSession workflow and statecore's activities, and opens the store
-when the worker starts and closes it when the worker stops.
+It adjusts rather than replaces what the client and worker were configured with: the data
+converter gains the pydantic payload format (the user's codec, failure converter and external
+storage stay), a sandboxed workflow runner gains statecore's pass-through modules (the user's
+stay), and the user's interceptors, workflows and activities are kept beside statecore's. It
+registers the AgentSession workflow and statecore's activities, and opens the store when the
+worker starts and closes it when the worker stops.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,7 +37,7 @@ from statecore.core.tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.store import open_store
 from statecore.store.base import StateStore
-from statecore.temporal.converter import statecore_data_converter
+from statecore.temporal.converter import adjust_data_converter
 
 PLUGIN_NAME = "statecore"
 
@@ -49,10 +54,20 @@ SANDBOX_PASSTHROUGH = (
 )
 
 
-def workflow_runner() -> WorkflowRunner:
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
-    )
+def workflow_runner(existing: WorkflowRunner | None = None) -> WorkflowRunner:
+    """The user's workflow runner with statecore's pass-through modules added.
+
+    A sandboxed runner keeps its own restrictions and pass-through modules and gains
+    statecore's; any other runner (unsandboxed, or the user's own) is left as it is. With no
+    runner configured, a sandboxed one with statecore's pass-throughs."""
+    if existing is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+        )
+    if isinstance(existing, SandboxedWorkflowRunner):
+        restrictions = existing.restrictions.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+        return dataclasses.replace(existing, restrictions=restrictions)
+    return existing
 
 
 class StatecorePlugin(SimplePlugin):
@@ -73,7 +88,9 @@ class StatecorePlugin(SimplePlugin):
             token counter) that return more activities, for activities that need the store
             the plugin opens (e.g. ``activities.tools.example_tools``).
         codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
-            ``statecore.encryption.codec.EncryptionCodec`` to keep workflow history encrypted.
+            ``statecore.EncryptionCodec`` to keep workflow history encrypted. A codec already
+            on the client's data converter is kept as it is; passing one here as well is a
+            ``ValueError`` when the client is configured.
     """
 
     def __init__(
@@ -110,7 +127,7 @@ class StatecorePlugin(SimplePlugin):
         self._default_ttl = default_ttl_seconds
         turns = TurnActivities(self.resources)
         control = ControlActivities(self.resources)
-        activities = [
+        activities: list[Callable[..., Any]] = [
             turns.generate,
             turns.commit_turn,
             turns.read_kv,
@@ -127,10 +144,11 @@ class StatecorePlugin(SimplePlugin):
         ]
         super().__init__(
             PLUGIN_NAME,
-            data_converter=statecore_data_converter(codec),
+            # Callables: temporalio hands them what the user configured, to adjust.
+            data_converter=functools.partial(adjust_data_converter, codec=codec),
             activities=activities,
             workflows=[*WORKFLOWS, *extra_workflows],
-            workflow_runner=workflow_runner(),
+            workflow_runner=workflow_runner,
             # AgentSession handlers take one input; see statecore.agent_session.single_input.
             interceptors=[SingleInputInterceptor()],
             run_context=self._run_context,
