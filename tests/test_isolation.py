@@ -342,7 +342,7 @@ async def test_session_clients_of_two_tenants_never_meet(dev_server: DevServer) 
         assert "secret" not in str(described) and "hello from tenant B" in str(described)
 
         before = await rows_by_owner(url)
-        await b.reset(agent, "s1")
+        await b.reset(agent, "s1", all_stores=True)
         await assert_only_changed(url, before, owner(refs["b"]))
         before = await rows_by_owner(url)
         await a.compact(agent, "s1", strategy="recent", max_messages=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -19,7 +20,8 @@ from temporalio import workflow
 from temporalio.common import RawValue, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
-from statecore.agent_session.raw_input import NO_INPUT, parse_request
+from statecore.agent_session.identity import session_input
+from statecore.agent_session.raw_input import NO_INPUT, decode_payload, parse_request
 from statecore.contract.activities import (
     ACT_ADD_HINT,
     ACT_CLOSE_SESSION,
@@ -34,12 +36,17 @@ from statecore.contract.activities import (
     SessionSnapshot,
 )
 from statecore.contract.session import (
+    QUERY_DESCRIPTIONS,
     RECENT_REJECTIONS,
     RECENT_TURN_IDS,
     SA_AGENT_ID,
     SA_SESSION_ID,
     SA_STATUS,
     SA_TURN,
+    SIGNAL_DESCRIPTIONS,
+    UNKNOWN_SIGNAL_DESCRIPTION,
+    UNKNOWN_UPDATE_DESCRIPTION,
+    UPDATE_DESCRIPTIONS,
     WORKFLOW_TYPE,
     AddHintInput,
     CloseInput,
@@ -52,16 +59,29 @@ from statecore.contract.session import (
     ResetInput,
     ResumeInput,
     SendMessageInput,
-    SessionInput,
     SessionReport,
     TurnCheckpoint,
     TurnResult,
+    unknown_operation_message,
 )
-from statecore.core.errors import StatecoreError
-from statecore.core.models import StateOperationResult, StateStoreReport, TokenUsage
+from statecore.core.errors import StatecoreError, UnknownOperationError
+from statecore.core.models import (
+    SessionStatus,
+    StateOperationResult,
+    StateStoreReport,
+    TokenUsage,
+)
 from statecore.observability.metrics import record_rejection
 from statecore.workflow import TurnSession
 from statecore.workflow.activity_calls import refusal
+
+#: Behaviour changes made after histories existed; old runs replay the old way.
+#: A reset that names nothing (``{}``) used to clear every store; now it is refused.
+PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
+#: Pause, resume and close sent while a run drains for continue-as-new used to be lost.
+PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
+#: A cancellation request used to cancel the run; now it closes the session cleanly.
+PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -73,8 +93,12 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
 
 @workflow.defn(name=WORKFLOW_TYPE)
 class AgentSession:
+    # The input is taken raw (statecore.agent_session.identity): a start whose input is not a
+    # session's, or whose id is not the one its input makes, fails the run at once instead of
+    # leaving a workflow task that fails on every retry.
     @workflow.init
-    def __init__(self, input: SessionInput) -> None:
+    def __init__(self, payload: RawValue) -> None:
+        input, self._start_error = session_input(payload)
         self._input = input
         self._cp = input.checkpoint.model_copy(deep=True) if input.checkpoint else TurnCheckpoint()
         self._session = TurnSession(
@@ -95,11 +119,17 @@ class AgentSession:
         self._migrate_to: str | None = None
         self._opened = input.checkpoint is not None
         self._sa: dict[str, Any] = {}
+        #: The status the next run starts in, kept while this one drains (pause and resume
+        #: sent then apply to the next run).
+        self._resume_status: SessionStatus = "active"
 
     # --- the run -----------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, input: SessionInput) -> SessionReport:
+    async def run(self, payload: RawValue) -> SessionReport:
+        if self._start_error is not None:
+            raise self._start_error
+        input = self._input
         if input.checkpoint is None:
             snapshot: SessionSnapshot = await self._session.run_sql(
                 ACT_OPEN_SESSION,
@@ -129,9 +159,25 @@ class AgentSession:
                     self._close = CloseInput(delete_state=input.delete_on_close)
                     self._cp.last_operation = "closed: idle past TTL"
                 continue
+            except asyncio.CancelledError:
+                self._close_on_cancel()
+                continue
             if self._close is not None:
                 return await self._finish_closed(self._close)
-            await self._continue_as_new()
+            try:
+                await self._continue_as_new()
+            except asyncio.CancelledError:
+                self._close_on_cancel()
+
+    def _close_on_cancel(self) -> None:
+        """A cancellation request (the Web UI's "Request Cancellation", ``temporal workflow
+        cancel``, ``handle.cancel()``) closes the session like ``close``: the turn in flight
+        commits, the state stays in SQL, the status becomes ``closed``."""
+        if not workflow.patched(PATCH_CLOSE_ON_CANCEL):
+            raise asyncio.CancelledError  # a run recorded before: it was cancelled
+        if self._close is None:
+            self._close = CloseInput()
+        self._cp.last_operation = "closed: cancellation requested"
 
     def _should_continue(self) -> bool:
         return self._must_continue() or workflow.info().is_continue_as_new_suggested()
@@ -141,13 +187,21 @@ class AgentSession:
         return self._migrate_to is not None or self._turns_this_run >= self._input.max_turns_per_run
 
     async def _continue_as_new(self) -> None:
+        """Drain, then continue as new with the checkpoint; returns instead when a close
+        arrived while draining (the run loop then closes the session)."""
         # Drain: the validator now rejects new turns as retryable, in-flight ones finish.
-        resume_status = self._cp.status if self._cp.status != "draining" else "active"
+        self._resume_status = self._cp.status if self._cp.status != "draining" else "active"
         self._cp.status = "draining"
         self._sync_search_attributes()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        # Every handler has finished, and no signal or update can arrive between here and
+        # the continue-as-new command (one arriving now fails this task's completion, and
+        # the task runs again with it): what they asked for is applied or carried below.
+        if self._close is not None and workflow.patched(PATCH_CARRY_CONTROL):
+            self._cp.status = self._resume_status
+            return
         checkpoint = self._cp.model_copy(deep=True)
-        checkpoint.status = resume_status
+        checkpoint.status = self._resume_status
         checkpoint.runs += 1
         target = self._migrate_to or None
         if target:
@@ -177,7 +231,7 @@ class AgentSession:
     # and decodes it itself (statecore.agent_session.raw_input): a payload the SDK could not
     # decode gets a typed rejection instead of being dropped or failing the workflow task.
 
-    @workflow.update(name="send_message")
+    @workflow.update(name="send_message", description=UPDATE_DESCRIPTIONS["send_message"])
     async def send_message(self, payload: RawValue = NO_INPUT) -> TurnResult:
         input: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
         # With update-with-start this handler runs in the same task as the run's start: the
@@ -290,53 +344,71 @@ class AgentSession:
         )
         self._show()  # operators see the rejection in the UI at once
 
-    @workflow.signal(name="pause")
+    @workflow.signal(name="pause", description=SIGNAL_DESCRIPTIONS["pause"])
     async def pause(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("pause", PauseInput, payload)
         if req is None:
             return
         if self._cp.status == "active":
             self._cp.status = "paused"
+        elif self._cp.status == "draining" and workflow.patched(PATCH_CARRY_CONTROL):
+            self._resume_status = "paused"  # the next run starts paused
         self._cp.pause_reason = req.reason
         self._cp.last_operation = f"paused: {req.reason}"
         self._sync_search_attributes()
         self._show()
 
-    @workflow.signal(name="resume")
+    @workflow.signal(name="resume", description=SIGNAL_DESCRIPTIONS["resume"])
     async def resume(self, payload: RawValue = NO_INPUT) -> None:
         if self._parse("resume", ResumeInput, payload) is None:
             return
         if self._cp.status == "paused":
             self._cp.status = "active"
+        elif self._cp.status == "draining" and workflow.patched(PATCH_CARRY_CONTROL):
+            self._resume_status = "active"
         self._cp.pause_reason = None
         self._cp.last_operation = "resumed"
         self._last_activity = workflow.now()
         self._sync_search_attributes()
         self._show()
 
-    @workflow.signal(name="reset")
+    @workflow.signal(name="reset", description=SIGNAL_DESCRIPTIONS["reset"])
     async def reset_signal(self, payload: RawValue = NO_INPUT) -> None:
-        req = self._parse("reset", ResetInput, payload)
-        if req is not None:
-            await self._guarded("reset", self._reset(req))
+        try:
+            req = self._reset_request("reset", payload)
+        except StatecoreError as err:
+            self._record_rejection("reset", err)
+            return
+        await self._guarded("reset", self._reset(req))
 
-    @workflow.update(name="reset_state")
+    @workflow.update(name="reset_state", description=UPDATE_DESCRIPTIONS["reset_state"])
     async def reset_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
-        req = self._parse_or_raise("reset_state", ResetInput, payload)
+        try:
+            req = self._reset_request("reset_state", payload)
+        except StatecoreError as err:
+            raise refusal(err.code, err.message) from None
         return await self._reset(req)
 
-    @workflow.signal(name="compact")
+    def _reset_request(self, operation: str, payload: Any) -> ResetInput:
+        """The reset asked for. One that names nothing is refused (ResetRefused) unless its
+        run was recorded when ``{}`` meant every store."""
+        value = decode_payload(operation, payload)
+        if value in (None, {}, {"stores": []}) and not workflow.patched(PATCH_RESET_NAMES_STORES):
+            value = {"all": True}
+        return parse_request(operation, ResetInput, value)
+
+    @workflow.signal(name="compact", description=SIGNAL_DESCRIPTIONS["compact"])
     async def compact_signal(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("compact", CompactInput, payload)
         if req is not None:
             await self._guarded("compact", self._compact(req, source="operator"))
 
-    @workflow.update(name="compact_state")
+    @workflow.update(name="compact_state", description=UPDATE_DESCRIPTIONS["compact_state"])
     async def compact_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
         req = self._parse_or_raise("compact_state", CompactInput, payload)
         return await self._compact(req, source="update")
 
-    @workflow.update(name="describe_state")
+    @workflow.update(name="describe_state", description=UPDATE_DESCRIPTIONS["describe_state"])
     async def describe_state(self, payload: RawValue = NO_INPUT) -> SessionReport:
         """A fresh report read from SQL (the query answers from the cached one)."""
         req = self._parse_or_raise("describe_state", DescribeInput, payload)
@@ -346,10 +418,12 @@ class AgentSession:
                 ControlInput(ref=self._input.ref, include_data=req.include_data),
                 ControlResult,
             )
-            self._stores = out.report.stores
+            # The query answers from this cache: counters only, never the data (it would
+            # go stale with the next turn, and the query cannot read SQL).
+            self._stores = [_without_data(s) for s in out.report.stores]
             return self._report(out.report)
 
-    @workflow.signal(name="add_hint")
+    @workflow.signal(name="add_hint", description=SIGNAL_DESCRIPTIONS["add_hint"])
     async def add_hint(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("add_hint", AddHintInput, payload)
         if req is None:
@@ -365,7 +439,7 @@ class AgentSession:
 
         await self._guarded("add_hint", run())
 
-    @workflow.signal(name="migrate")
+    @workflow.signal(name="migrate", description=SIGNAL_DESCRIPTIONS["migrate"])
     async def migrate(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("migrate", MigrateInput, payload)
         if req is None:
@@ -374,7 +448,7 @@ class AgentSession:
         self._cp.last_operation = f"migrating to {self._migrate_to}"
         self._show()
 
-    @workflow.signal(name="close")
+    @workflow.signal(name="close", description=SIGNAL_DESCRIPTIONS["close"])
     async def close(self, payload: RawValue = NO_INPUT) -> None:
         req = self._parse("close", CloseInput, payload)
         if req is None:
@@ -382,7 +456,27 @@ class AgentSession:
         self._close = req
         self._cp.last_operation = "closed by operator"
 
-    @workflow.query(name="describe")
+    # --- names the session does not handle ---------------------------------------------------
+
+    @workflow.signal(dynamic=True, description=UNKNOWN_SIGNAL_DESCRIPTION)
+    async def unknown_signal(self, name: str, payload: Sequence[RawValue]) -> None:
+        """Without this handler the SDK would keep a misspelled signal (``Pause``) unread
+        forever; it is recorded instead, with the valid names, in describe and the details."""
+        self._record_rejection(
+            name[:100], UnknownOperationError(unknown_operation_message("signal", name))
+        )
+
+    @workflow.update(dynamic=True, description=UNKNOWN_UPDATE_DESCRIPTION)
+    async def unknown_update(self, name: str, payload: Sequence[RawValue]) -> None:
+        raise refusal(UnknownOperationError.code, unknown_operation_message("update", name))
+
+    @unknown_update.validator
+    def _validate_unknown_update(self, name: str, payload: Sequence[RawValue]) -> None:
+        # Refused before acceptance: the update leaves no history, and its sender the reason.
+        record_rejection(workflow.metric_meter(), name[:100], UnknownOperationError.code)
+        raise refusal(UnknownOperationError.code, unknown_operation_message("update", name))
+
+    @workflow.query(name="describe", description=QUERY_DESCRIPTIONS["describe"])
     def describe(self, payload: RawValue = NO_INPUT) -> SessionReport:
         try:
             req: DescribeInput = self._parse_or_raise("describe", DescribeInput, payload)
@@ -434,11 +528,12 @@ class AgentSession:
 
     async def _reset(self, req: ResetInput) -> SessionReport:
         async with self._lock:
+            # The activity reads an empty list as every store of the session.
             out = await self._control(
-                ACT_RESET, ControlInput(ref=self._input.ref, stores=req.stores)
+                ACT_RESET, ControlInput(ref=self._input.ref, stores=req.store_names or [])
             )
             self._cp.last_operation = f"reset {', '.join(req.stores) or 'all stores'}"
-            if not req.stores or "conversation" in req.stores:
+            if req.all or "conversation" in req.stores:
                 self._cp.recent_turn_ids = []
             self._sync_search_attributes()
             return self._report(out.report)
@@ -493,6 +588,14 @@ class AgentSession:
             conversation.tokens = self._cp.token_total
             conversation.metadata["last_seq"] = self._cp.last_seq
             conversation.metadata["window_tokens"] = self._cp.window_tokens
+        orchestration = next((s for s in base.stores if s.name == "orchestration"), None)
+        # Every turn adds its usage to the orchestration row, and the checkpoint's usage is
+        # that row's total (read at the run's start, plus each turn since).
+        used = self._cp.usage.total_tokens
+        if orchestration is not None and base.operation == "describe" and used:
+            orchestration.exists = True
+            orchestration.items = 1
+            orchestration.tokens = used
         return SessionReport(
             **base.model_dump(exclude={"session_id", "namespace"}),
             session_id=self._input.session_id,
@@ -541,3 +644,9 @@ class AgentSession:
             last = self._rejections[-1]
             lines.append(f"last rejection: {last.operation} - {last.code}: {last.message}")
         workflow.set_current_details("\n\n".join(lines))
+
+
+def _without_data(report: StateStoreReport) -> StateStoreReport:
+    """A store's report with its counters only (what the describe query may cache)."""
+    metadata = {k: v for k, v in report.metadata.items() if not k.startswith("data_")}
+    return report.model_copy(update={"data": None, "metadata": metadata})

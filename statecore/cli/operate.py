@@ -8,15 +8,16 @@ reads the database instead, for sessions whose workflow is closed or has no work
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from statecore.cli.args import add_session_arguments, identifier, new_command, positive_int
 from statecore.cli.args import store_names as parse_store_names
-from statecore.cli.output import print_json, print_report, stdout
+from statecore.cli.output import print_json, print_note, print_report, stdout
 from statecore.cli.settings import Settings
 from statecore.contract.session import AddHintInput, CompactInput, PauseInput, ResetInput
-from statecore.core.errors import SessionClosedError, SessionNotFoundError
+from statecore.core.errors import ResetRefusedError, SessionClosedError, SessionNotFoundError
 from statecore.core.models import SessionRef
 
 if TYPE_CHECKING:
@@ -36,7 +37,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.set_defaults(run=describe)
 
-    p = new_command(commands, "reset", "clear stores of a session (all stores by default)")
+    p = new_command(
+        commands, "reset", "clear stores of a session (all stores by default; asks first)"
+    )
     add_session_arguments(p)
     p.add_argument(
         "--stores",
@@ -44,6 +47,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="STORE",
         help="only these stores (space or comma separated): conversation kv state flow "
         "orchestration tools task",
+    )
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="do not ask for confirmation (needed when stdin is not a terminal)",
     )
     p.set_defaults(run=reset)
 
@@ -119,19 +128,32 @@ async def _describe_from_database(args: argparse.Namespace, settings: Settings) 
 
 async def reset(args: argparse.Namespace, settings: Settings) -> int:
     names = parse_store_names(args.stores) if args.stores else []
-    ResetInput(stores=names)  # the workflow's own validation, before anything is sent
+    # The workflow's own validation, before anything is sent.
+    ResetInput(stores=names, all=not names)
+    what = ", ".join(names) if names else "every store"
+    if not args.yes:
+        _confirm(f"delete {what} of session {args.agent}/{args.session}?")
     sessions = await settings.sessions()
-    report = await _on_workflow(
-        sessions,
-        args,
-        settings.answer(sessions.reset(args.agent, args.session, names or None), "reset"),
-    )
+    request = sessions.reset(args.agent, args.session, names or None, all_stores=not names)
+    report = await _on_workflow(sessions, args, settings.answer(request, "reset"))
     if settings.json:
         print_json(report)
     else:
-        what = ", ".join(names) if names else "all stores"
         print_report(report, title=f"reset {args.agent}/{args.session}: {what}")
     return 0
+
+
+def _confirm(question: str) -> None:
+    """Ask on the terminal; anything but yes refuses (ResetRefused, exit code 4). Without a
+    terminal there is no one to ask: ``--yes`` says it instead."""
+    if not sys.stdin.isatty():
+        raise ResetRefusedError(
+            f"reset not confirmed: {question} Pass --yes to confirm without a terminal"
+        )
+    print_note(f"{question} This cannot be undone. [y/N]")
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise ResetRefusedError("reset not confirmed; nothing was cleared")
 
 
 async def compact(args: argparse.Namespace, settings: Settings) -> int:

@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, JsonValue, ValidationError, field_valida
 from statecore.core.errors import (
     ContentTooLargeError,
     InvalidInputError,
+    ResetRefusedError,
     UnknownStoreError,
     validation_message,
 )
@@ -250,9 +251,12 @@ class ResumeInput(OperatorInput):
 
 
 class ResetInput(OperatorInput):
-    """``stores`` empty means every store of this session (never another session's)."""
+    """A reset names what it clears: ``{"stores": [...]}`` (those stores of this session) or
+    ``{"all": true}`` (every store of this session, never another session's). ``{}`` names
+    nothing and is refused, so a reset sent from an empty dialog box wipes nothing."""
 
     stores: list[str] = Field(default_factory=list)
+    all: bool = False
 
     @field_validator("stores")
     @classmethod
@@ -261,6 +265,26 @@ class ResetInput(OperatorInput):
         if unknown:
             raise UnknownStoreError(f"unknown store(s) {unknown}; known stores: {list(ALL_STORES)}")
         return v
+
+    @model_validator(mode="after")
+    def _names_what_it_clears(self) -> ResetInput:
+        if self.all and self.stores:
+            raise ResetRefusedError(
+                'a reset takes {"stores": [...]} or {"all": true}, not both; '
+                f"stores={self.stores} with all=true is ambiguous, so nothing was cleared"
+            )
+        if not self.all and not self.stores:
+            raise ResetRefusedError(
+                "a reset names what it clears, and this one names nothing, so nothing was "
+                'cleared. Send {"stores": ["conversation"]} (any of '
+                f'{", ".join(ALL_STORES)}) or {{"all": true}} for every store of this session'
+            )
+        return self
+
+    @property
+    def store_names(self) -> list[str] | None:
+        """The stores to clear; None means every store of this session."""
+        return None if self.all else list(self.stores)
 
 
 class CompactInput(OperatorInput):
@@ -324,3 +348,97 @@ class SessionReport(StateOperationResult):
     agent_id: str = ""
     checkpoint: TurnCheckpoint = Field(default_factory=TurnCheckpoint)
     rejections: list[Rejection] = Field(default_factory=list)
+
+
+# --- what the Temporal Web UI shows operators ----------------------------------------------------
+
+_STORES = "|".join(ALL_STORES)
+
+#: Each signal's description, shown by the Web UI beside its name: the input shape first.
+SIGNAL_DESCRIPTIONS: dict[str, str] = {
+    "pause": 'Park the session at its next turn boundary. Input: {"reason": str} (optional).',
+    "resume": "Let a paused session take turns again. Input: {} (or nothing).",
+    "reset": (
+        f'Delete stores of this session. Input: {{"stores": ["{_STORES}", ...]}} or '
+        '{"all": true} for every store; {} is refused.'
+    ),
+    "compact": (
+        'Move the context window (never deletes). Input: {"strategy": '
+        '"recent"|"tokens"|"summarize", "max_tokens": int, "max_messages": int}, all optional.'
+    ),
+    "add_hint": 'Add a hint to the context. Input: {"text": str} (required, <= 4,000 chars).',
+    "migrate": (
+        'Continue the session on another task queue. Input: {"task_queue": str} (empty: this one).'
+    ),
+    "close": (
+        'Close the session; its SQL state is kept. Input: {"delete_state": true} also '
+        "deletes it (optional)."
+    ),
+}
+
+#: Each update's description: updates are for programs, and return a result.
+UPDATE_DESCRIPTIONS: dict[str, str] = {
+    "send_message": (
+        'One turn. Input: {"turn_id": str, "content": str, "role": "user"|"system", "name": '
+        'str, "metadata": {...}} (role, name, metadata optional). Returns {"turn", "reply", '
+        '"usage", ...}; the same turn_id again returns the same result.'
+    ),
+    "reset_state": "As the reset signal, returning the report. Input: "
+    + SIGNAL_DESCRIPTIONS["reset"].split("Input: ", 1)[1],
+    "compact_state": "As the compact signal, returning the report. Input: "
+    + SIGNAL_DESCRIPTIONS["compact"].split("Input: ", 1)[1],
+    "describe_state": (
+        'A fresh report read from SQL. Input: {"include_data": bool} (optional; true adds '
+        "the stored data)."
+    ),
+}
+
+#: The query's description.
+QUERY_DESCRIPTIONS: dict[str, str] = {
+    "describe": (
+        'The session report from the workflow (no SQL read). Input: {"include_data": bool} '
+        "(optional). Returns stores, checkpoint (turn, status) and recent rejections."
+    ),
+}
+
+#: Signals and updates received under any other name (a typo such as ``Pause``) are recorded
+#: as rejections that list the valid names.
+UNKNOWN_SIGNAL_DESCRIPTION = (
+    "Any other signal name is recorded as a rejection (see the describe query) listing the "
+    f"valid names: {', '.join(SIGNAL_DESCRIPTIONS)}."
+)
+UNKNOWN_UPDATE_DESCRIPTION = (
+    "Any other update name is refused with UnknownOperation, listing the valid names: "
+    f"{', '.join(UPDATE_DESCRIPTIONS)}."
+)
+
+
+def unknown_operation_message(kind: Literal["signal", "update"], name: str) -> str:
+    """What an operator reads after sending a name the session does not handle."""
+    valid = SIGNAL_DESCRIPTIONS if kind == "signal" else UPDATE_DESCRIPTIONS
+    return (
+        f"AgentSession has no {kind} named {name[:100]!r}; the {kind}s are "
+        f"{', '.join(valid)} (names are case-sensitive)"
+    )
+
+
+def session_summary(agent_id: str, session_id: str) -> str:
+    """The static summary a session's workflow starts with (one line in the UI's list)."""
+    return f"statecore session {agent_id} / {session_id}"
+
+
+def session_details(agent_id: str, session_id: str, namespace: str = DEFAULT_NAMESPACE) -> str:
+    """The static details a session's workflow starts with: what it is and how to steer it.
+    The live status is in the current details. Not encrypted by a payload codec: ids only."""
+    lines = [
+        f"**statecore session** agent `{agent_id}`, session `{session_id}`, "
+        f"statecore namespace `{namespace}`.",
+        "",
+        "Signals (More Actions > Send a Signal):",
+        *(f"- `{name}`: {text}" for name, text in SIGNAL_DESCRIPTIONS.items()),
+        "",
+        "Query `describe` for the report (stores, checkpoint, rejections). Request "
+        "Cancellation closes the session at a turn boundary and keeps its state. "
+        "See docs/operators.md.",
+    ]
+    return "\n".join(lines)

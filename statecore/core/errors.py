@@ -60,6 +60,20 @@ class UnknownStoreError(InvalidInputError):
     code = "UnknownStore"
 
 
+class UnknownOperationError(InvalidInputError):
+    """A signal or update name the session does not handle (a typo such as ``Pause``); the
+    message lists the names it does handle."""
+
+    code = "UnknownOperation"
+
+
+class SessionIdentityError(InvalidInputError):
+    """A session workflow whose id is not the one its input makes, or whose input is not a
+    session's: it would store turns under another session's name, so it ends at once."""
+
+    code = "SessionIdentity"
+
+
 class UnknownStrategyError(InvalidInputError):
     code = "UnknownStrategy"
 
@@ -122,7 +136,8 @@ class SessionNotFoundError(NotFoundError):
 
 
 class ResetRefusedError(StatecoreError):
-    """A reset could not be honoured exactly as asked; nothing was cleared rather than more."""
+    """A reset could not be honoured exactly as asked, or did not name what it clears;
+    nothing was cleared rather than more."""
 
     code = "ResetRefused"
 

@@ -45,6 +45,8 @@ from statecore.contract.session import (
     SessionInput,
     SessionReport,
     TurnResult,
+    session_details,
+    session_summary,
     workflow_id_for,
 )
 from statecore.core.errors import (
@@ -132,6 +134,8 @@ class AgentSessionClient:
             id=self.workflow_id(agent_id, session_id),
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary=session_summary(agent_id, session_id),
+            static_details=session_details(agent_id, session_id, self.namespace),
         )
 
     async def send(
@@ -154,6 +158,9 @@ class AgentSessionClient:
         # anything reaches the server.
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
+        # What the Web UI shows for the session, should this send start its workflow.
+        summary = session_summary(agent_id, session_id)
+        details = session_details(agent_id, session_id, self.namespace)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_for.total_seconds()
         delay = 0.05
@@ -165,6 +172,8 @@ class AgentSessionClient:
                 id=self.workflow_id(agent_id, session_id),
                 task_queue=self.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary=summary,
+                static_details=details,
             )
             try:
                 # Named by string (the workflow class is not imported here), so typed by hand.
@@ -219,9 +228,20 @@ class AgentSessionClient:
             raise _typed(err) from err
 
     async def reset(
-        self, agent_id: str, session_id: str, stores: list[str] | None = None
+        self,
+        agent_id: str,
+        session_id: str,
+        stores: list[str] | None = None,
+        *,
+        all_stores: bool = False,
     ) -> SessionReport:
-        request = _request(ResetInput, stores=stores or [])
+        """Clear the named ``stores`` of the session, or every store with ``all_stores=True``.
+        A reset names what it clears: neither (or both) raises ResetRefusedError before
+        anything is sent."""
+        fields: dict[str, Any] = {"all": all_stores}
+        if stores is not None:
+            fields["stores"] = stores
+        request = _request(ResetInput, **fields)
         return await self._update(self.handle(agent_id, session_id), "reset_state", request)
 
     async def compact(self, agent_id: str, session_id: str, **request: Any) -> SessionReport:

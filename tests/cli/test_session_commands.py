@@ -74,7 +74,7 @@ async def test_unknown_session_exits_3(cli: CliEnv) -> None:
     for args in (
         ["describe", cli.agent, "never"],
         ["pause", cli.agent, "never"],
-        ["reset", cli.agent, "never"],
+        ["reset", cli.agent, "never", "--yes"],
         ["describe", "--db", cli.agent, "never"],
         ["export", cli.agent, "never"],
     ):
@@ -137,10 +137,10 @@ async def test_hint_compact_and_reset(cli: CliEnv) -> None:
     assert conversation["metadata"]["window_start_seq"] == 9
     assert conversation["items"] == 10  # compaction never deletes
 
-    partial = await cli.run("--json", "reset", cli.agent, "ops", "--stores", "kv", "flow")
+    partial = await cli.run("--json", "reset", cli.agent, "ops", "--stores", "kv", "flow", "--yes")
     assert partial.code == 0, partial.err
     assert partial.json()["missing"] == ["kv", "flow"] and partial.json()["cleared"] == []
-    whole = await cli.run("--json", "reset", cli.agent, "ops", "--stores", "conversation")
+    whole = await cli.run("--json", "reset", cli.agent, "ops", "--stores", "conversation", "--yes")
     assert whole.code == 0 and whole.json()["cleared"] == ["conversation"]
     assert await stored_messages(cli.env.database_url, cli.agent, "ops") == []
 
