@@ -27,24 +27,32 @@ from statecore.contract.session import WORKFLOW_TYPE, TooManyInputs
 Request = TypeVar("Request", HandleSignalInput, HandleQueryInput, HandleUpdateInput)
 
 
-def _one_input(request: Request) -> Request:
-    if len(request.args) <= 1 or workflow.info().workflow_type != WORKFLOW_TYPE:
+def _one_input(request: Request, handler: object | None) -> Request:
+    # Only a named handler takes one input; the dynamic ones (unknown names) receive the
+    # name and every input as a list, whatever their count.
+    if len(request.args) <= 1 or handler is None:
+        return request
+    if workflow.info().workflow_type != WORKFLOW_TYPE:
         return request
     return dataclasses.replace(request, args=[TooManyInputs(count=len(request.args))])
 
 
 class _SingleInputInbound(WorkflowInboundInterceptor):
     async def handle_signal(self, input: HandleSignalInput) -> None:
-        await super().handle_signal(_one_input(input))
+        handler = workflow.get_signal_handler(input.signal)
+        await super().handle_signal(_one_input(input, handler))
 
     async def handle_query(self, input: HandleQueryInput) -> Any:
-        return await super().handle_query(_one_input(input))
+        handler = workflow.get_query_handler(input.query)
+        return await super().handle_query(_one_input(input, handler))
 
     def handle_update_validator(self, input: HandleUpdateInput) -> None:
-        super().handle_update_validator(_one_input(input))
+        handler = workflow.get_update_handler(input.update)
+        super().handle_update_validator(_one_input(input, handler))
 
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
-        return await super().handle_update_handler(_one_input(input))
+        handler = workflow.get_update_handler(input.update)
+        return await super().handle_update_handler(_one_input(input, handler))
 
 
 class SingleInputInterceptor(Interceptor):
