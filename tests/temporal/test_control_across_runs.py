@@ -1,0 +1,132 @@
+"""A pause or close accepted by a run takes effect in it or in the next run, at every timing
+around continue-as-new.
+
+With ``max_turns_per_run=1`` every turn ends its run: the run drains (new turns are refused as
+retryable) while the turn is in flight, then continues as new. The model is the one part
+faked: it waits at a gate the test opens, so the signal lands while the run drains, as the
+turn's reply is released, or just after the turn returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from statecore.core.errors import SessionPausedError
+from statecore.llm.base import ModelRequest, ModelResponse
+from statecore.llm.offline import OfflineModel
+from statecore.temporal.devserver import DevServer
+from tests.dbs import fresh_database
+from tests.temporal.conftest import Env, running_env
+from tests.temporal.test_operators import signal, wait_for
+
+#: Longest a turn waits at the gate: a test that forgets to open it fails instead of hanging.
+GATE_TIMEOUT_S = 20
+ONE_TURN_PER_RUN = {"max_turns_per_run": 1}
+
+
+class GatedModel:
+    """The offline model, answering only once the gate is open."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self._inner = OfflineModel()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.entered = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.entered.set()
+        await asyncio.wait_for(self.gate.wait(), timeout=GATE_TIMEOUT_S)
+        return await self._inner.complete(request)
+
+
+@dataclass
+class Gated:
+    env: Env
+    model: GatedModel
+    server: DevServer
+
+
+@pytest.fixture
+async def gated(dev_server: DevServer) -> AsyncIterator[Gated]:
+    model = GatedModel()
+    async with (
+        fresh_database("sqlite", "can") as url,
+        running_env(dev_server, url, models={"default": model}) as env,
+    ):
+        yield Gated(env, model, dev_server)
+
+
+async def _signal_at(timing: str, gated: Gated, session: str, name: str, payload: str) -> int:
+    """Run one gated turn and send the signal at ``timing``; returns the turn's number."""
+    env, model = gated.env, gated.model
+
+    async def send() -> None:
+        await signal(gated.server, env.agent, session, name, payload)
+
+    model.entered.clear()
+    model.gate.clear()
+    turn = asyncio.ensure_future(
+        env.sessions.send(
+            env.agent, session, "gated turn", turn_id=f"g-{timing}", **ONE_TURN_PER_RUN
+        )
+    )
+    await asyncio.wait_for(model.entered.wait(), timeout=GATE_TIMEOUT_S)
+    if timing == "while-draining":
+        report = await env.sessions.describe(env.agent, session)
+        assert report.checkpoint.status == "draining"  # the window the signal used to miss
+        await send()
+        model.gate.set()
+    elif timing == "as-the-reply-is-released":
+        model.gate.set()
+        await send()
+    else:  # just after the turn returned, as the run continues as new
+        model.gate.set()
+        await turn
+        await send()
+    return (await turn).turn
+
+
+TIMINGS = ["while-draining", "as-the-reply-is-released", "after-the-turn"]
+
+
+@pytest.mark.parametrize("timing", TIMINGS)
+async def test_pause_around_continue_as_new_is_never_lost(gated: Gated, timing: str) -> None:
+    env = gated.env
+    session = f"pause-{timing}"
+    await env.sessions.send(env.agent, session, "first", turn_id="f1", **ONE_TURN_PER_RUN)
+    turn = await _signal_at(timing, gated, session, "pause", '{"reason": "audit"}')
+    assert turn == 2
+
+    async def paused() -> bool:
+        report = await env.sessions.describe(env.agent, session)
+        return report.checkpoint.status == "paused"
+
+    await wait_for(paused)
+    report = await env.sessions.describe(env.agent, session)
+    assert report.checkpoint.pause_reason == "audit"
+    assert report.checkpoint.runs >= 3  # the pause crossed (at least) one continue-as-new
+    with pytest.raises(SessionPausedError):
+        await env.sessions.send(env.agent, session, "refused", turn_id="f3", **ONE_TURN_PER_RUN)
+    await env.sessions.resume(env.agent, session)
+    resumed = await env.sessions.send(env.agent, session, "again", turn_id="f4")
+    assert resumed.turn == 3
+
+
+@pytest.mark.parametrize("timing", TIMINGS)
+async def test_close_around_continue_as_new_is_never_lost(gated: Gated, timing: str) -> None:
+    env = gated.env
+    session = f"close-{timing}"
+    await env.sessions.send(env.agent, session, "first", turn_id="f1", **ONE_TURN_PER_RUN)
+    await _signal_at(timing, gated, session, "close", "{}")
+    handle = env.sessions.handle(env.agent, session)
+    # The latest run ends closed (the handle follows continue-as-new to it).
+    report = await asyncio.wait_for(handle.result(), timeout=GATE_TIMEOUT_S)
+    assert report["checkpoint"]["status"] == "closed"
+    assert report["checkpoint"]["message_count"] == 4  # both turns, kept in SQL
+    assert await env.sessions.status(env.agent, session) == "WORKFLOW_EXECUTION_STATUS_COMPLETED"
