@@ -21,6 +21,11 @@ def test_histories_are_committed() -> None:
     names = {p.name.split("-run")[0] for p in HISTORIES}
     assert {"turns", "operator", "continued", "summarized"} <= names
     assert any(p.name == "continued-run3.json" for p in HISTORIES)
+    # Each workflow.patched change: recorded before it (legacy-*) and after it (control-*),
+    # by tests/temporal/record_control_histories.py.
+    control = {"reset-empty", "drain-pause", "drain-close", "cancelled", "misnamed"}
+    assert {f"legacy-{name}" for name in control} <= names
+    assert {f"control-{name}" for name in control} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

@@ -1,0 +1,144 @@
+"""Record AgentSession histories of the control paths guarded by workflow.patched.
+
+    .venv/bin/python -m tests.temporal.record_control_histories [PREFIX]
+
+Scenarios: a reset signal that names nothing, pause and close sent while a run drains for
+continue-as-new, a cancellation request, and a start under another session's id. Run by the
+current code they record the patched behaviour (files ``control-<scenario>-run<N>.json``);
+run from a checkout of the code before the patches with PREFIX ``legacy`` they record the
+old behaviour, which the current code must still replay (tests/temporal/test_replay.py).
+Only the temporalio and statecore names both versions share are used here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from statecore.llm.offline import OfflineModel
+from statecore.temporal.client import AgentSessionClient
+from statecore.temporal.devserver import start_dev_server
+from statecore.temporal.plugin import StatecorePlugin
+from tests.temporal.record_histories import write_runs
+
+QUEUE = "record-control-histories"
+ONE_TURN_PER_RUN = {"max_turns_per_run": 1}
+GATE_TIMEOUT_S = 20
+
+
+class GatedModel:
+    """The offline model, answering only once the gate is open."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self._inner = OfflineModel()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.entered = asyncio.Event()
+
+    async def complete(self, request: Any) -> Any:
+        self.entered.set()
+        await asyncio.wait_for(self.gate.wait(), timeout=GATE_TIMEOUT_S)
+        return await self._inner.complete(request)
+
+
+MODEL = GatedModel()
+
+
+async def _settled() -> None:
+    await asyncio.sleep(1.0)  # a signal is fire-and-forget: give the session time to apply it
+
+
+async def reset_empty(sc: AgentSessionClient) -> None:
+    await sc.send("agent", "reset-empty", "hello", turn_id="r1")
+    await sc.handle("agent", "reset-empty").signal("reset", {})
+    await _settled()
+    await sc.send("agent", "reset-empty", "again", turn_id="r2")
+    await sc.close("agent", "reset-empty")
+
+
+async def _while_draining(sc: AgentSessionClient, session: str, name: str, arg: Any) -> None:
+    await sc.send("agent", session, "first", turn_id="d1", **ONE_TURN_PER_RUN)
+    MODEL.entered.clear()
+    MODEL.gate.clear()
+    turn = asyncio.ensure_future(
+        sc.send("agent", session, "gated", turn_id="d2", **ONE_TURN_PER_RUN)
+    )
+    await asyncio.wait_for(MODEL.entered.wait(), timeout=GATE_TIMEOUT_S)
+    await sc.handle("agent", session).signal(name, arg)
+    await asyncio.sleep(0.5)
+    MODEL.gate.set()
+    await turn
+
+
+async def drain_pause(sc: AgentSessionClient) -> None:
+    await _while_draining(sc, "drain-pause", "pause", {"reason": "audit"})
+    await _settled()
+    await sc.handle("agent", "drain-pause").signal("close", {})
+
+
+async def drain_close(sc: AgentSessionClient) -> None:
+    await _while_draining(sc, "drain-close", "close", {})
+    await _settled()
+    # Before the patch the close was lost: close the run that carried on.
+    if await sc.status("agent", "drain-close") == "WORKFLOW_EXECUTION_STATUS_RUNNING":
+        await sc.handle("agent", "drain-close").signal("close", {})
+
+
+async def cancelled(sc: AgentSessionClient) -> None:
+    await sc.send("agent", "cancelled", "hello", turn_id="c1")
+    await sc.handle("agent", "cancelled").cancel()
+
+
+async def misnamed(sc: AgentSessionClient) -> None:
+    await sc.client.start_workflow(
+        "AgentSession",
+        {"agent_id": "agent", "session_id": "impostor"},
+        id=sc.workflow_id("agent", "misnamed"),
+        task_queue=QUEUE,
+    )
+    await asyncio.sleep(2.0)
+    if await sc.status("agent", "misnamed") == "WORKFLOW_EXECUTION_STATUS_RUNNING":
+        await sc.client.get_workflow_handle(sc.workflow_id("agent", "misnamed")).signal("close", {})
+
+
+SCENARIOS: dict[str, Callable[[AgentSessionClient], Awaitable[None]]] = {
+    "reset-empty": reset_empty,
+    "drain-pause": drain_pause,
+    "drain-close": drain_close,
+    "cancelled": cancelled,
+    "misnamed": misnamed,
+}
+
+
+async def record(prefix: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = await start_dev_server()
+        try:
+            plugin = StatecorePlugin(
+                f"sqlite+aiosqlite:///{tmp}/record.db", models={"default": MODEL}
+            )
+            client = await Client.connect(server.address, plugins=[plugin])
+            async with Worker(client, task_queue=QUEUE):
+                sc = AgentSessionClient(client, task_queue=QUEUE)
+                for name, scenario in SCENARIOS.items():
+                    await scenario(sc)
+                    handle = sc.handle("agent", name)
+                    try:
+                        await asyncio.wait_for(handle.result(), timeout=30)
+                    except Exception as err:  # failed or cancelled: recorded all the same
+                        print(f"{name}: {type(err).__name__}")
+                    await write_runs(client, handle.id, f"{prefix}-{name}")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(record(sys.argv[1] if len(sys.argv) > 1 else "control"))
