@@ -469,3 +469,17 @@ def test_policies_import_no_tokenizer_or_database() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_summarize_never_empties_the_window() -> None:
+    # A budget smaller than the newest turn: the summary could not meet it either, so the
+    # newest question and its answer stay beside the summary.
+    log = chat(4)
+    plan = plan_compaction(
+        CompactionRequest(strategy="summarize", max_tokens=2),
+        session=log.session(),
+        tail=log.window(),
+    )
+    assert plan.changed and plan.messages_after == 2
+    assert plan.window_start == log.messages[-2].seq
+    assert [m.role for m in log.messages[-2:]] == ["user", "assistant"]

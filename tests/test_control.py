@@ -71,7 +71,7 @@ async def test_describe_counts_every_store(populated):
     assert conv.metadata["has_summary"] is True
     assert conv.metadata["hints"] == 1
     assert conv.metadata["system_prompt_set"] is True
-    assert conv.metadata["turn_records"] == 4  # three turns and the latest-turn marker
+    assert conv.metadata["turn_records"] == 3  # three turns; the latest-turn marker is not one
     assert by_name["kv"].items == 2  # prefs/theme, blobs/b: the slots are counted apart
     assert by_name["kv"].metadata["buckets"] == ["blobs", "prefs"]
     assert by_name["tools"].items == 1 and by_name["tools"].metadata["tools"] == ["search"]

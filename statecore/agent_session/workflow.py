@@ -308,6 +308,11 @@ class AgentSession:
         cp.usage = cp.usage + usage
         cp.recent_turn_ids = [*cp.recent_turn_ids, turn_id][-RECENT_TURN_IDS:]
         cp.last_operation = f"turn {commit.turn}"
+        for store in self._stores:
+            # The cached report's one SQL counter a turn changes (its record is new).
+            records = store.metadata.get("turn_records")
+            if store.name == "conversation" and isinstance(records, int):
+                store.metadata["turn_records"] = records + 1
         self._sync_search_attributes()
 
     def _needs_summary(self) -> bool:
@@ -552,8 +557,11 @@ class AgentSession:
                 model=self._input.model,
             ),
         )
-        self._cp.compactions += 1
-        self._cp.last_operation = f"compacted ({req.strategy}, {source})"
+        if out.report.compacted:
+            self._cp.compactions += 1
+            self._cp.last_operation = f"compacted ({req.strategy}, {source})"
+        else:
+            self._cp.last_operation = f"compaction changed nothing ({req.strategy}, {source})"
         return self._report(out.report)
 
     def _apply_snapshot(self, snap: SessionSnapshot) -> None:
@@ -588,6 +596,9 @@ class AgentSession:
             conversation.tokens = self._cp.token_total
             conversation.metadata["last_seq"] = self._cp.last_seq
             conversation.metadata["window_tokens"] = self._cp.window_tokens
+            start = conversation.metadata.get("window_start_seq")
+            if isinstance(start, int):  # moved only by control operations, which refresh it
+                conversation.metadata["window_messages"] = max(0, self._cp.last_seq - start + 1)
         orchestration = next((s for s in base.stores if s.name == "orchestration"), None)
         # Every turn adds its usage to the orchestration row, and the checkpoint's usage is
         # that row's total (read at the run's start, plus each turn since).

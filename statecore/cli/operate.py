@@ -8,6 +8,7 @@ reads the database instead, for sessions whose workflow is closed or has no work
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -18,7 +19,7 @@ from statecore.cli.output import print_json, print_note, print_report, stdout
 from statecore.cli.settings import Settings
 from statecore.contract.session import AddHintInput, CompactInput, PauseInput, ResetInput
 from statecore.core.errors import ResetRefusedError, SessionClosedError, SessionNotFoundError
-from statecore.core.models import SessionRef
+from statecore.core.models import SessionRef, StateOperationResult
 
 if TYPE_CHECKING:
     from statecore.temporal.client import AgentSessionClient
@@ -108,6 +109,8 @@ async def describe(args: argparse.Namespace, settings: Settings) -> int:
         print_json(report)
     else:
         print_report(report, title=f"{args.agent}/{args.session}")
+        if args.data:
+            print_store_data(report)
     return 0
 
 
@@ -123,7 +126,21 @@ async def _describe_from_database(args: argparse.Namespace, settings: Settings) 
         print_json(report)
     else:
         print_report(report, title=f"{ref} (from the database)")
+        if args.data:
+            print_store_data(report)
     return 0
+
+
+def print_store_data(report: StateOperationResult) -> None:
+    """``describe --data`` for people: each store's data as indented JSON under its name
+    (the table above has the counters only)."""
+    out = stdout()
+    for store in report.stores:
+        if store.data in (None, [], {}):
+            continue
+        truncated = " (truncated: more is stored)" if store.metadata.get("data_truncated") else ""
+        out.print(f"\n{store.name} data{truncated}:", markup=False)
+        out.print(json.dumps(store.data, indent=2, ensure_ascii=False), markup=False)
 
 
 async def reset(args: argparse.Namespace, settings: Settings) -> int:

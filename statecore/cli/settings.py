@@ -203,4 +203,3 @@ class Settings:
             yield store
         finally:
             await store.close()
-

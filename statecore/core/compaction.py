@@ -12,7 +12,9 @@ Strategies (``CompactionRequest.strategy``):
 - ``summarize``: once the window holds more than ``max_tokens`` (default: the profile's
   ``summarization_threshold``), fold its oldest part plus the previous summary into a new
   summary, keeping the newest messages within half of ``max_tokens``. The low-water mark means
-  the model is asked to summarize once per threshold crossing, not on every turn.
+  the model is asked to summarize once per threshold crossing, not on every turn. It never
+  empties the window: the newest turn (from its user message on) stays even when it alone
+  is over that half.
 
 When both limits are given, both apply. The new start never splits a tool call from its
 results and never passes a tool call that is still waiting for its results.
@@ -219,6 +221,17 @@ def plan_compaction(
     if exchanges[-1].status == "open":
         # Its results are still to come: moving past the call would orphan them.
         first_kept = min(first_kept, len(exchanges) - 1)
+    if request.strategy == "summarize":
+        # The summary stands in for what leaves the window; when even the newest turn is
+        # over the budget (a small max_tokens, a long last reply), emptying the window would
+        # not meet the budget either (the summary takes room of its own) and would leave the
+        # model without the exchange it is continuing. The newest turn stays, from its user
+        # message on.
+        newest_turn = max(
+            (i for i, ex in enumerate(exchanges) if ex.messages[0].role == "user"),
+            default=len(exchanges) - 1,
+        )
+        first_kept = min(first_kept, newest_turn)
     kept = exchanges[first_kept:]
     new_start = kept[0].first_seq if kept else tail[-1].seq + 1
     new_start = max(new_start, start)

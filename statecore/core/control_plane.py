@@ -229,7 +229,10 @@ async def compact(
         **outcome.model_dump(mode="json"),
     }
     result.stores.append(after)
-    result.compacted.append("conversation")
+    if outcome.changed:
+        # ``compacted`` names what changed; a compaction with nothing to do says why in
+        # the store's metadata (``reason``) instead.
+        result.compacted.append("conversation")
     return result
 
 

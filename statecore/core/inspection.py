@@ -15,8 +15,14 @@ from typing import Any
 from pydantic import JsonValue
 
 from statecore.core.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
+from statecore.core.turn_commit import TURN_META_BUCKET
 from statecore.store.base import StoreTransaction
-from statecore.store.kv_partition import TOOL_BUCKET_PREFIX, bucket_store, store_key_counts
+from statecore.store.kv_partition import (
+    KV_STORES,
+    TOOL_BUCKET_PREFIX,
+    bucket_key_counts,
+    bucket_store,
+)
 
 #: Bytes of data the conversation report may carry (the window, summary, hints, prompt).
 CONVERSATION_DATA_BUDGET = 160 * 1024
@@ -47,6 +53,16 @@ def fit_items(items: Sequence[JsonValue], budget: int) -> tuple[list[JsonValue],
     return kept, False
 
 
+def count_turn_records(bucket_counts: dict[str, int]) -> int:
+    """Committed turns on record, from ``bucket_key_counts``: the conversation's buckets
+    without its bookkeeping (so 10 turns report 10)."""
+    return sum(
+        count
+        for bucket, count in bucket_counts.items()
+        if bucket_store(bucket) == "conversation" and bucket != TURN_META_BUCKET
+    )
+
+
 def _names(names: Sequence[str]) -> list[JsonValue]:
     return list(names[:MAX_LISTED_NAMES])
 
@@ -59,11 +75,11 @@ async def conversation_report(
     *,
     turn_records: int | None = None,
 ) -> StateStoreReport:
-    """The log's counters from the session header; ``turn_records`` (the committed-turn
-    records in the session's ``turn`` buckets) is counted when not given."""
+    """The log's counters from the session header; ``turn_records`` (one per committed turn
+    id, bookkeeping entries left out) is counted when not given."""
     conv = tx.conversation
     if turn_records is None:
-        turn_records = (await store_key_counts(tx.kv, ref.kv_scope))["conversation"]
+        turn_records = count_turn_records(await bucket_key_counts(tx.kv, ref.kv_scope))
     hints = await conv.hints(ref)
     summary = await conv.summary(ref)
     start = info.window_start_seq
@@ -230,11 +246,14 @@ async def inspect_session(
         absent = {name: StateStoreReport(name=name) for name in ALL_STORES}
         absent["state"] = state
         return [absent[name] for name in ALL_STORES]
-    counts = await store_key_counts(tx.kv, ref.kv_scope)
+    buckets = await bucket_key_counts(tx.kv, ref.kv_scope)
+    counts = dict.fromkeys(KV_STORES, 0)
+    for bucket, count in buckets.items():
+        counts[bucket_store(bucket)] += count
     kv, tools, task = await kv_reports(tx, ref, counts, include_data)
     reports = {
         "conversation": await conversation_report(
-            tx, ref, info, include_data, turn_records=counts["conversation"]
+            tx, ref, info, include_data, turn_records=count_turn_records(buckets)
         ),
         "kv": kv,
         "state": state,

@@ -57,5 +57,3 @@ def _missing(ref: SessionRef) -> SessionNotFoundError:
     return SessionNotFoundError(
         f"session {ref} does not exist; call sessions.ensure(ref) first", session=str(ref)
     )
-
-
