@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from statecore.contract.session import workflow_id_for
+from statecore.contract.session import session_summary, workflow_id_for
 from statecore.core.errors import SessionPausedError
 from statecore.temporal.devserver import DevServer, free_port
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
@@ -117,7 +118,8 @@ async def send_signal(page: Page, name: str, data: str, shot: Shot, shot_name: s
     await page.get_by_role("menuitem", name="Send a Signal").click()
     dialog = page.get_by_role("dialog", name="Send a Signal")
     await dialog.get_by_role("button", name="Select a signal").click()
-    await dialog.get_by_role("option", name=name, exact=True).click()
+    # Each option's accessible name is the signal's name followed by its description.
+    await dialog.get_by_role("option", name=re.compile(rf"^{re.escape(name)}\b")).click()
     editor = dialog.get_by_role("textbox", name="Data")
     await editor.fill(data)
     await editor.press("Tab")  # the editor hands its text to the form when it loses focus
@@ -136,6 +138,15 @@ async def open_current_details(page: Page) -> FrameLocator:
     heading = page.get_by_role("heading", name="Current Details")
     await expect(heading).to_be_visible()
     frame = heading.locator("xpath=following::iframe[1]")
+    await frame.scroll_into_view_if_needed()
+    return frame.content_frame
+
+
+async def metadata_frame(page: Page, heading: str) -> FrameLocator:
+    """The frame the User Metadata tab renders one panel's markdown in."""
+    title = page.get_by_role("heading", name=heading, exact=True)
+    await expect(title).to_be_visible()
+    frame = title.locator("xpath=following::iframe[1]")
     await frame.scroll_into_view_if_needed()
     return frame.content_frame
 
@@ -236,3 +247,84 @@ async def test_operator_finds_inspects_pauses_and_resumes_a_session_in_the_web_u
     await expect(details.get_by_text(f"{AGENT} / {ACTIVE} - active")).to_be_visible()
     await expect(details.get_by_text("turn 4 - 8 messages")).to_be_visible()
     await shot("08-resumed-details")
+
+
+async def test_the_web_ui_tells_operators_what_to_type_and_cancellation_closes_the_session(
+    ui_env: Env, page: Page, shot: Shot
+) -> None:
+    sessions, session = ui_env.sessions, "customer-99"
+    workflow_id = workflow_id_for(AGENT, session)
+    for i, text in enumerate(["Hello", "Where is my parcel?"]):
+        await sessions.send(AGENT, session, text, turn_id=f"parcel-{i}")
+    await page.goto(f"/namespaces/default/workflows/{quote(workflow_id)}")
+    await expect(page.get_by_role("heading", name=workflow_id)).to_be_visible()
+
+    # 1. The session's static summary and details, beside its current details.
+    await page.get_by_role("tab", name="User Metadata").click()
+    summary = await metadata_frame(page, "Summary")
+    await expect(summary.get_by_text(session_summary(AGENT, session))).to_be_visible()
+    static_details = await metadata_frame(page, "Details")
+    await expect(static_details.get_by_text("Request Cancellation closes")).to_be_visible()
+    await expect(page.get_by_text("No summary available")).to_have_count(0)
+    await shot("09-summary-and-details")
+
+    # 2. The signal dialog shows each signal's input; a reset sent with {} wipes nothing.
+    await page.get_by_role("button", name="More Actions").click()
+    await page.get_by_role("menuitem", name="Send a Signal").click()
+    dialog = page.get_by_role("dialog", name="Send a Signal")
+    await dialog.get_by_role("button", name="Select a signal").click()
+    reset_option = dialog.get_by_role("option", name=re.compile(r"^reset\b"))
+    await expect(reset_option).to_contain_text('{"all": true} for every store; {} is refused')
+    await expect(dialog.get_by_role("option", name=re.compile(r"^pause\b"))).to_contain_text(
+        '{"reason": str}'
+    )
+    await shot("10-signal-descriptions")
+    await page.keyboard.press("Escape")
+    await send_signal(page, "reset", "{}", shot, "11-signal-reset-empty")
+
+    async def rejected(count: int) -> bool:
+        return len((await sessions.describe(AGENT, session)).rejections) == count
+
+    await eventually(lambda: rejected(1), "the empty reset is recorded")
+    assert (await sessions.describe(AGENT, session)).checkpoint.message_count == 4
+    details = await open_current_details(page)
+    await expect(details.get_by_text("last rejection: reset - ResetRefused")).to_be_visible()
+
+    # 3. A misspelled signal name, typed as a custom name: recorded with the valid names.
+    await page.get_by_role("button", name="More Actions").click()
+    await page.get_by_role("menuitem", name="Send a Signal").click()
+    dialog = page.get_by_role("dialog", name="Send a Signal")
+    await dialog.get_by_role("button", name="Select a signal").click()
+    await dialog.get_by_role("option", name=re.compile(r"^Custom")).click()
+    await dialog.get_by_test_id("signal-name").fill("Pause")
+    await dialog.get_by_role("button", name="Submit").click()
+    await expect(page.get_by_text("Workflow signaled.").first).to_be_visible()
+    await eventually(lambda: rejected(2), "the misspelled signal is recorded")
+    report = await sessions.describe(AGENT, session)
+    assert report.checkpoint.status == "active"
+    assert (report.rejections[-1].operation, report.rejections[-1].code) == (
+        "Pause",
+        "UnknownOperation",
+    )
+    details = await open_current_details(page)
+    await expect(details.get_by_text("last rejection: Pause - UnknownOperation")).to_be_visible()
+    await expect(details.get_by_text("the signals are pause, resume, reset")).to_be_visible()
+    await shot("12-unknown-signal-details")
+
+    # 4. Request Cancellation: the session closes at a turn boundary and keeps its state.
+    await page.get_by_role("button", name="Request Cancellation").click()
+    confirm = page.get_by_role("dialog", name="Cancel Workflow")
+    await confirm.get_by_role("button", name="Confirm").click()
+    await eventually(
+        listed_exactly(
+            ui_env, f'StatecoreSessionId="{session}" AND StatecoreStatus="closed"', {workflow_id}
+        ),
+        "the session is closed",
+    )
+    assert await sessions.status(AGENT, session) == "WORKFLOW_EXECUTION_STATUS_COMPLETED"
+    details = await open_current_details(page)
+    await expect(details.get_by_text(f"{AGENT} / {session} - closed")).to_be_visible()
+    await expect(details.get_by_text("cancellation requested; state kept in SQL")).to_be_visible()
+    await shot("13-cancelled-closed")
+    reopened = await sessions.send(AGENT, session, "Still there?", turn_id="parcel-2")
+    assert reopened.turn == 3
