@@ -107,6 +107,8 @@ ACTIONS = {
     "AlreadyExists": "Import with `replace=True` (or `--replace`), or into another session id.",
     "VersionConflict": "Re-read the state and apply the change again (optimistic concurrency).",
     "SessionNotFound": "Check the ids, or send a message: that opens the session.",
+    "ResetRefused": 'Name what to clear: `{"stores": [...]}`, or `{"all": true}` for every store.',
+    "UnknownOperation": "Use a name the session handles (case-sensitive); the message lists them.",
 }
 
 

@@ -73,6 +73,15 @@ _add(
     _client(
         "reset", "client-reset-unknown-store", '`stores=["nope"]`', "UnknownStore", stores=["nope"]
     ),
+    _client("reset", "client-reset-names-nothing", "no stores and no `all_stores`", "ResetRefused"),
+    _client(
+        "reset",
+        "client-reset-stores-and-all",
+        '`stores=["kv"], all_stores=True`',
+        "ResetRefused",
+        stores=["kv"],
+        all_stores=True,
+    ),
     _client(
         "reset",
         "client-reset-stores-string",

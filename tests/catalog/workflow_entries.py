@@ -178,6 +178,19 @@ _add(
         "UnknownStore",
     ),
     _signal("reset", "reset-number", "a number", ("0",), "InvalidInput"),
+    # A reset names what it clears: an empty dialog box wipes nothing.
+    _signal("reset", "reset-names-nothing", "`{}`", ("{}",), "ResetRefused"),
+    _signal(
+        "reset",
+        "reset-stores-and-all",
+        '`{"stores": ["kv"], "all": true}`',
+        (as_json({"stores": ["kv"], "all": True}),),
+        "ResetRefused",
+    ),
+    _signal("reset", "reset-all-string", '`{"all": "yes"}`', ('{"all": "yes"}',), "InvalidInput"),
+    _signal(
+        "Pause", "signal-unknown-name", "a misspelled name (`Pause`)", ("{}",), "UnknownOperation"
+    ),
     _signal(
         "compact",
         "compact-max-tokens-huge",
@@ -314,6 +327,14 @@ _add(
         "UnknownStore",
     ),
     _control("reset_state", "reset-state-array", "an array", ("[]",), "InvalidInput"),
+    _control("reset_state", "reset-state-names-nothing", "`{}`", ("{}",), "ResetRefused"),
+    Entry(
+        "update-unknown-name",
+        "an update under another name (`Reset_State`)",
+        "`{}`",
+        "UnknownOperation",
+        Update("Reset_State", ("{}",)),
+    ),
     _control(
         "compact_state",
         "compact-state-strategy",
