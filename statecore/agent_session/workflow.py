@@ -111,7 +111,7 @@ class AgentSession:
         self._session.turn_number = self._cp.turn
         # One turn or control operation at a time, in arrival order.
         self._lock = asyncio.Lock()
-        self._rejections: deque[Rejection] = deque(maxlen=RECENT_REJECTIONS)
+        self._rejections: deque[Rejection] = deque(input.rejections, maxlen=RECENT_REJECTIONS)
         self._stores: list[StateStoreReport] = []
         self._turns_this_run = 0
         self._last_activity = workflow.now()
@@ -206,7 +206,9 @@ class AgentSession:
         target = self._migrate_to or None
         if target:
             checkpoint.last_operation = f"migrated to task queue {target}"
-        next_input = self._input.model_copy(update={"checkpoint": checkpoint})
+        next_input = self._input.model_copy(
+            update={"checkpoint": checkpoint, "rejections": list(self._rejections)}
+        )
         workflow.continue_as_new(next_input, task_queue=target)
 
     async def _finish_closed(self, close: CloseInput) -> SessionReport:
@@ -282,6 +284,8 @@ class AgentSession:
             raise
 
     def _check_send(self, payload: Any) -> None:
+        if self._start_error is not None:
+            raise self._start_error  # this run is not a session's; it fails at once
         status = self._cp.status
         if status == "paused":
             raise refusal(

@@ -121,6 +121,15 @@ class TurnCheckpoint(LogCounters):
     last_operation: str | None = None
 
 
+class Rejection(StatecoreModel):
+    """A request the session refused; kept (bounded) so operators see it in describe."""
+
+    operation: str
+    code: str
+    message: str
+    turn: int
+
+
 class SessionInput(OperatorInput):
     """Input of the AgentSession workflow. ``{"agent_id": ..., "session_id": ...}`` is enough."""
 
@@ -143,6 +152,9 @@ class SessionInput(OperatorInput):
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=1900)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None
+    #: The previous run's recent rejections, carried by continue-as-new so describe keeps
+    #: showing them.
+    rejections: list[Rejection] = Field(default_factory=list, max_length=RECENT_REJECTIONS)
 
     @field_validator("agent_id", "session_id", "namespace")
     @classmethod
@@ -331,15 +343,6 @@ class TooManyInputs:
     and calling one with two would fail the workflow task. See statecore.temporal.plugin."""
 
     count: int
-
-
-class Rejection(StatecoreModel):
-    """A request the session refused; kept (bounded) so operators see it in describe."""
-
-    operation: str
-    code: str
-    message: str
-    turn: int
 
 
 class SessionReport(StateOperationResult):

@@ -130,3 +130,18 @@ async def test_close_around_continue_as_new_is_never_lost(gated: Gated, timing: 
     assert report["checkpoint"]["status"] == "closed"
     assert report["checkpoint"]["message_count"] == 4  # both turns, kept in SQL
     assert await env.sessions.status(env.agent, session) == "WORKFLOW_EXECUTION_STATUS_COMPLETED"
+
+
+async def test_rejections_stay_visible_in_the_next_run(gated: Gated) -> None:
+    env = gated.env
+    await env.sessions.send(env.agent, "kept", "first", turn_id="k1", **ONE_TURN_PER_RUN)
+    await signal(gated.server, env.agent, "kept", "Pause", "{}")
+
+    async def recorded() -> bool:
+        return bool((await env.sessions.describe(env.agent, "kept")).rejections)
+
+    await wait_for(recorded)
+    await env.sessions.send(env.agent, "kept", "second", turn_id="k2", **ONE_TURN_PER_RUN)
+    report = await env.sessions.describe(env.agent, "kept")
+    assert report.checkpoint.runs >= 3  # the typo was recorded two runs ago ...
+    assert [(r.operation, r.code) for r in report.rejections] == [("Pause", "UnknownOperation")]
