@@ -8,10 +8,11 @@ One AgentSession (offline model, every default) takes N sequential turns through
 ``AgentSessionClient.send`` against a headless dev server; the worker runs in its own process
 and ``py-spy record --format raw --gil --nonblocking`` samples it while the measured turns run
 (``--gil``: only samples where a thread holds the GIL, i.e. Python doing work, not waiting).
-Writes ``bench/results/profile_turn_<db>.txt`` (the tables) and ``.json`` (the tables, the
-worker's CPU per turn and the raw folded stacks' path). Tables, each the top 20 by samples:
-the leaf function, the leaf's library, and the nearest statecore function on the stack (the
-statecore code that caused the work, wherever the leaf is).
+Writes ``bench/results/profile_turn_<db>.txt`` (the tables), ``.json`` (the tables and the
+worker's CPU per turn) and ``.folded.gz`` (py-spy's folded stacks, for a flame graph). The
+tables, each the top 20 by samples: the leaf function, the leaf's library, and the nearest
+statecore function on the stack (the statecore code that caused the work, wherever the leaf
+is).
 
 py-spy is a benchmark tool, not a dependency: install it with
 ``.venv/bin/uv pip install --python .venv/bin/python py-spy`` (or the ``bench`` extra).
@@ -28,6 +29,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import gzip  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
@@ -213,8 +215,8 @@ async def profile(
                 folded = raw.read_text()
         finally:
             server.stop()
-    folded_path = out_dir / f"profile_turn_{db}.folded"
-    folded_path.write_text(folded)
+    folded_path = out_dir / f"profile_turn_{db}.folded.gz"
+    folded_path.write_bytes(gzip.compress(folded.encode(), mtime=0))
     return {
         "db": db,
         "turns": turns,
@@ -242,9 +244,9 @@ def main(argv: list[str] | None = None) -> None:
     a.out_dir.mkdir(parents=True, exist_ok=True)
     result = asyncio.run(profile(a.db, a.turns, a.warmup, a.rate, a.out_dir, a.rev))
     stem = f"profile_turn_{a.db}{'_' + a.label if a.label else ''}"
-    folded = a.out_dir / f"profile_turn_{a.db}.folded"
+    folded = a.out_dir / f"profile_turn_{a.db}.folded.gz"
     if a.label:
-        folded = folded.rename(a.out_dir / f"{stem}.folded")
+        folded = folded.rename(a.out_dir / f"{stem}.folded.gz")
         result["folded"] = _shown(folded)
     (a.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (a.out_dir / f"{stem}.txt").write_text(render(result) + "\n")
