@@ -64,6 +64,19 @@ def summary(values: list[float]) -> dict[str, Any]:
     }
 
 
+def ratio_summary(ratios: list[float]) -> dict[str, Any]:
+    """Geometric mean of ratios with its 95% interval (taken on their logarithms, where a
+    ratio of 2 and one of 1/2 are equally far from 1, and one slow round cannot dominate)."""
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return {
+        "geometric_mean": round(math.exp(mean), 3),
+        "ci95": [round(math.exp(mean - half), 3), round(math.exp(mean + half), 3)],
+        "values": [round(r, 3) for r in ratios],
+    }
+
+
 async def one_run(address: str, db: str, code: Path, tmp: Path, warmup: int, turns: int) -> float:
     """Worker CPU milliseconds per measured turn of one fresh session on a fresh database."""
     run_dir = tmp / uuid.uuid4().hex[:8]

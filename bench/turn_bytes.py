@@ -11,8 +11,11 @@ and it is measured again; bytes per turn is the growth divided by ``--window``, 
 the messages" subtracts the UTF-8 bytes of the content those turns stored (user message and
 reply). Sizes are what the database holds on disk for statecore's tables with their indexes:
 SQLite's ``dbstat`` pages (after a WAL checkpoint), PostgreSQL's ``pg_total_relation_size``
-(after a plain ``VACUUM``, so rows that updates replaced count once, as they do once
-autovacuum has run). Per-table growth is reported too. Writes
+after a plain ``VACUUM``. Every turn updates a few rows in place (the session header, the
+latest-turn marker, the orchestration counters); PostgreSQL keeps each old version until a
+vacuum, and autovacuum's default threshold (50 dead rows) clears such small tables about
+every 25 turns, so ``--vacuum-every`` (default 25) runs a plain ``VACUUM`` that often during
+the measured turns; ``--vacuum-every 0`` measures with none. Per-table growth is reported. Writes
 ``bench/results/turn_bytes.json`` (``--out`` to change).
 """
 
@@ -53,6 +56,15 @@ REF = SessionRef(namespace="default", agent_id="bench", session_id="bytes")
 TARGET_BEYOND_MESSAGES = 1024
 
 
+async def vacuum(url: str) -> None:
+    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            await conn.exec_driver_sql("VACUUM")
+    finally:
+        await engine.dispose()
+
+
 async def table_bytes(url: str) -> dict[str, int]:
     """Bytes on disk per statecore table, its indexes (and TOAST) included."""
     engine = create_async_engine(url)
@@ -67,8 +79,6 @@ async def table_bytes(url: str) -> dict[str, int]:
                     )
                 )
             else:
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-                await conn.exec_driver_sql("VACUUM")
                 rows = await conn.execute(
                     text(
                         "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
@@ -81,7 +91,9 @@ async def table_bytes(url: str) -> dict[str, int]:
         await engine.dispose()
 
 
-async def measure(url: str, dialect: str, turns: int, window: int) -> dict[str, Any]:
+async def measure(
+    url: str, dialect: str, turns: int, window: int, vacuum_every: int
+) -> dict[str, Any]:
     await upgrade_database(url)
     store = await SqlStateStore.connect(url)
     resources = WorkerResources(models={"default": OfflineModel()})
@@ -105,9 +117,16 @@ async def measure(url: str, dialect: str, turns: int, window: int) -> dict[str, 
     try:
         for n in range(1, turns + 1):
             await turn(n)
+        postgres = dialect == "postgresql"
+        if postgres:
+            await vacuum(url)
         before = await table_bytes(url)
         for n in range(turns + 1, turns + window + 1):
             content_bytes += await turn(n)
+            if postgres and vacuum_every and (n - turns) % vacuum_every == 0:
+                await vacuum(url)
+        if postgres:
+            await vacuum(url)
         after = await table_bytes(url)
     finally:
         await store.close()
@@ -118,6 +137,7 @@ async def measure(url: str, dialect: str, turns: int, window: int) -> dict[str, 
         "dialect": dialect,
         "measured_after_turn": turns,
         "turns_measured": window,
+        "vacuum_every": vacuum_every if dialect == "postgresql" else None,
         "bytes_per_turn": round(per_turn, 1),
         "message_content_bytes_per_turn": round(content_bytes / window, 1),
         "beyond_messages_per_turn": round(beyond, 1),
@@ -136,7 +156,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         if dialect == "sqlite":
             with tempfile.TemporaryDirectory(prefix="statecore-bytes-") as tmp:
                 url = f"sqlite+aiosqlite:///{tmp}/bytes.db"
-                results[dialect] = await measure(url, dialect, a.turns, a.window)
+                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
         else:
             reason = await server_down_reason(dialect)
             if reason is not None:
@@ -144,7 +164,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                 continue
             url = await create_database(dialect, "bytes")
             try:
-                results[dialect] = await measure(url, dialect, a.turns, a.window)
+                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
             finally:
                 await drop_database(url)
         print(json.dumps(results[dialect], indent=2))
@@ -156,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--turns", type=int, default=1000, help="turns before measuring")
     p.add_argument("--window", type=int, default=200, help="turns measured")
     p.add_argument("--db", nargs="+", default=["sqlite", "postgresql"])
+    p.add_argument("--vacuum-every", type=int, default=25, help="PostgreSQL; 0: never")
     p.add_argument("--code", help="a checkout whose statecore to measure (default: this one)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "turn_bytes.json")
     a = p.parse_args(argv)
