@@ -93,9 +93,13 @@ def floor_scenario(
     *,
     max_turns_per_run: int = 1000,
     retry_for: timedelta = timedelta(minutes=2),
+    workflow_type: str = FLOOR_WORKFLOW,
 ) -> Scenario:
+    """Turns as ``update`` on a workflow shaped like ``FloorSession`` (its input, its reply,
+    its way of moving to a new run): the floor itself or ``bench/state_turns.py``'s."""
+
     def workflow_id(session_id: str) -> str:
-        return f"bench-floor:{update}:{session_id}"
+        return f"bench-floor:{workflow_type}:{update}:{session_id}"
 
     async def send(session_id: str, n: int, turn_id: str) -> FloorReply:
         turn = FloorTurn(turn_id=turn_id, content=CONTENT.format(n=n))
@@ -108,7 +112,7 @@ def floor_scenario(
                     update,
                     turn,
                     start_workflow_operation=WithStartWorkflowOperation(
-                        FLOOR_WORKFLOW,
+                        workflow_type,
                         FloorInput(session_id=session_id, max_turns_per_run=max_turns_per_run),
                         id=workflow_id(session_id),
                         task_queue=task_queue,

@@ -45,6 +45,23 @@ _GET = (
 )
 
 
+# MariaDB/MySQL: KEY is reserved, there is no ON CONFLICT, and an upsert hands the new
+# revision back through LAST_INSERT_ID (its rowcount is 1 for an insert, 2 for an update).
+_PUT_MYSQL = (
+    "INSERT INTO statecore_kv_entries (namespace, owner, bucket, `key`, kind, value, revision, "
+    "created_at, updated_at, expires_at) "
+    "VALUES (%s, %s, %s, %s, 'json', %s, 1, %s, %s, NULL) "
+    "ON DUPLICATE KEY UPDATE kind = VALUES(kind), value = VALUES(value), "
+    "revision = LAST_INSERT_ID(revision + 1), updated_at = VALUES(updated_at), expires_at = NULL"
+)
+_GET_MYSQL = (
+    "SELECT kind, value, revision, created_at, updated_at, expires_at "
+    "FROM statecore_kv_entries "
+    "WHERE namespace = %s AND owner = %s AND bucket = %s AND `key` = %s "
+    "AND (expires_at IS NULL OR expires_at > %s)"
+)
+
+
 def _placeholders(sql: str, dialect: str) -> str:
     # Numbered parameters, which both drivers accept: SQLite ?N, asyncpg $N.
     mark = "$" if dialect == "postgresql" else "?"
@@ -58,19 +75,28 @@ class RawKV:
         self._engine = store.engine
         self._dialect = store.dialect
         self._scope = scope
-        self._put = _placeholders(_PUT, store.dialect)
-        self._get = _placeholders(_GET, store.dialect)
+        mysql = store.dialect == "mysql"
+        self._put = _PUT_MYSQL if mysql else _placeholders(_PUT, store.dialect)
+        self._get = _GET_MYSQL if mysql else _placeholders(_GET, store.dialect)
 
     def _now(self) -> Any:
         now = datetime.now(UTC)
-        # SQLite keeps naive UTC text (the backend's own format); PostgreSQL a timestamptz.
-        return now if self._dialect == "postgresql" else now.replace(tzinfo=None).isoformat(" ")
+        # SQLite keeps naive UTC text (the backend's own format); PostgreSQL a timestamptz;
+        # MariaDB a naive UTC DATETIME(6).
+        if self._dialect == "postgresql":
+            return now
+        naive = now.replace(tzinfo=None)
+        return naive if self._dialect == "mysql" else naive.isoformat(" ")
 
     async def put(self, key: str, value: Any) -> int:
         payload = json.dumps(value, separators=(",", ":")).encode()
-        params = (self._scope.namespace, self._scope.owner, BUCKET, key, payload, self._now())
+        now = self._now()
+        params: tuple[Any, ...] = (self._scope.namespace, self._scope.owner, BUCKET, key, payload)
         async with self._engine.begin() as conn:
-            return int((await conn.exec_driver_sql(self._put, params)).scalar_one())
+            if self._dialect == "mysql":
+                done = await conn.exec_driver_sql(self._put, (*params, now, now))
+                return int(done.lastrowid) if done.rowcount == 2 else 1
+            return int((await conn.exec_driver_sql(self._put, (*params, now))).scalar_one())
 
     async def get(self, key: str) -> Any:
         params = (self._scope.namespace, self._scope.owner, BUCKET, key, self._now())

@@ -45,6 +45,7 @@ from bench.measure import (  # noqa: E402
     sequential,
 )
 from bench.plot import plot_turns  # noqa: E402
+from bench.state_turns import STATE_WORKFLOW, StateSession  # noqa: E402
 from statecore.temporal.client import AgentSessionClient  # noqa: E402
 from statecore.temporal.devserver import start_dev_server  # noqa: E402
 from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
@@ -55,6 +56,8 @@ TARGET_RATIO = 1.25
 FLOOR = "floor_activity"
 #: The floor plus the one search-attribute upsert the operator contract puts in every turn.
 CONTRACT_FLOOR = "floor_activity_upsert"
+#: The reference of the state-only turns: an Update running one no-op local activity.
+LOCAL_FLOOR = "floor_local_activity"
 
 
 @dataclass
@@ -130,7 +133,11 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     """Workers for SQLite (with the floor workflow) and PostgreSQL, and the scenarios."""
     sqlite_url = f"sqlite+aiosqlite:///{tmp / 'statecore.db'}"
     client, sqlite_sessions = await start_worker(
-        stack, address, sqlite_url, extra_workflows=[FloorSession], extra_activities=[noop]
+        stack,
+        address,
+        sqlite_url,
+        extra_workflows=[FloorSession, StateSession],
+        extra_activities=[noop],
     )
     queue = sqlite_sessions.task_queue
     # Workflow ids are global on the server: each store gets its own agent id, so a session
@@ -148,11 +155,25 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
             "turn_upsert",
         ),
         floor_scenario(
-            "floor_local_activity",
-            "Update + one no-op local activity",
+            LOCAL_FLOOR, "Update + one no-op local activity", client, queue, "turn_local"
+        ),
+        floor_scenario(
+            "state_sqlite",
+            "turn API, no model: turn.commit() of one KV put and one message (one local "
+            "activity), SQLite",
             client,
             queue,
-            "turn_local",
+            "turn",
+            workflow_type=STATE_WORKFLOW,
+        ),
+        floor_scenario(
+            "state_reads_sqlite",
+            "state_sqlite plus a KV read and a scoped-state read in the turn (three local "
+            "activities), SQLite",
+            client,
+            queue,
+            "turn_reads",
+            workflow_type=STATE_WORKFLOW,
         ),
         agent_scenario(
             "agent_sqlite", "AgentSession turn, offline model, SQLite file", sqlite_sessions, agent
@@ -227,6 +248,7 @@ def phase_report(
         "scenarios": stats,
         "p50_ratio_to_floor": ratios_to(FLOOR),
         "p50_ratio_to_contract_floor": ratios_to(CONTRACT_FLOOR),
+        "p50_ratio_to_local_floor": ratios_to(LOCAL_FLOOR),
     }
 
 

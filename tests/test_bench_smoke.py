@@ -16,6 +16,8 @@ SCENARIOS = (
     "floor_activity",
     "floor_activity_upsert",
     "floor_local_activity",
+    "state_sqlite",
+    "state_reads_sqlite",
     "agent_sqlite",
     "agent_postgresql",
 )
@@ -61,6 +63,7 @@ def test_turn_bench_quick(tmp_path: Path) -> None:
             for reference, ratios in (
                 ("floor_activity", block["p50_ratio_to_floor"]),
                 ("floor_activity_upsert", block["p50_ratio_to_contract_floor"]),
+                ("floor_local_activity", block["p50_ratio_to_local_floor"]),
             ):
                 if name != reference:
                     expected = stats["p50_ms"] / block["scenarios"][reference]["p50_ms"]

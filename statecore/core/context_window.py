@@ -25,6 +25,7 @@ from statecore.core.errors import (
 )
 from statecore.core.models import Message, SessionRef, StatecoreModel, StoredMessage
 from statecore.core.profile import check_limit
+from statecore.core.trusted import trusted
 
 if TYPE_CHECKING:  # tiktoken and SQL stay out of this module's imports (sandbox-friendly)
     from statecore.core.tokens import TokenCounter
@@ -116,14 +117,18 @@ def leading_tool_results(new_messages: Sequence[Message]) -> set[str]:
 
 
 def _plain(msg: Message) -> Message:
-    # Stored rows were validated on write; copying the fields skips a second validation pass.
-    return Message.model_construct(
-        role=msg.role,
-        content=msg.content,
-        name=msg.name,
-        tool_calls=list(msg.tool_calls),
-        tool_call_id=msg.tool_call_id,
-        metadata=dict(msg.metadata),
+    # Stored rows and new messages were validated already; copying the fields skips a
+    # second validation pass (the window is rebuilt from SQL on every turn).
+    return trusted(
+        Message,
+        {
+            "role": msg.role,
+            "content": msg.content,
+            "name": msg.name,
+            "tool_calls": list(msg.tool_calls),
+            "tool_call_id": msg.tool_call_id,
+            "metadata": dict(msg.metadata),
+        },
     )
 
 

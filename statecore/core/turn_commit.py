@@ -18,6 +18,7 @@ from statecore.contract.activities import CommitTurnInput, CommitTurnResult, Ses
 from statecore.contract.session import LogCounters
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
+from statecore.core.turn_record import read_record, record_value
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
@@ -32,8 +33,7 @@ async def find_turn(tx: StoreTransaction, ref: SessionRef, turn_id: str) -> Comm
     entry = await tx.kv.get(ref.kv_scope, TURN_BUCKET, turn_id)
     if entry is None:
         return None
-    result = CommitTurnResult.model_validate(entry.value)
-    return result.model_copy(update={"duplicate": True})
+    return await read_record(tx, ref, entry.value)
 
 
 async def latest_turn(tx: StoreTransaction, ref: SessionRef) -> int:
@@ -103,7 +103,7 @@ async def commit_turn(
             ref.kv_scope,
             TURN_BUCKET,
             commit.turn_id,
-            result.model_dump(mode="json"),
+            record_value(result, stored),
             expected_revision=0,
         )
     except RevisionConflictError:

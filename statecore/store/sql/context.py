@@ -3,12 +3,13 @@ timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -93,7 +94,9 @@ class SqlContext:
         cached = self._session_rows.get(key)
         if cached is not None and (not lock or self._holds(key)):
             return cached
-        found = (await conn.execute(select_session(key, lock=lock))).first()
+        namespace, agent_id, session_id = key
+        params = {"p_namespace": namespace, "p_agent_id": agent_id, "p_session_id": session_id}
+        found = (await conn.execute(select_session(lock), params)).first()
         if found is None:
             self._session_rows.pop(key, None)
             return None
@@ -172,12 +175,15 @@ class SqlContext:
         return True
 
 
-def select_session(key: SessionKey, *, lock: bool = False) -> Select[Any]:
-    namespace, agent_id, session_id = key
+@functools.cache
+def select_session(lock: bool) -> Select[Any]:
+    """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
+    ``p_session_id``), built once: every transaction of a turn reads it."""
+    c = sessions.c
     statement = select(sessions).where(
-        sessions.c.namespace == namespace,
-        sessions.c.agent_id == agent_id,
-        sessions.c.session_id == session_id,
+        c.namespace == bindparam("p_namespace", type_=c.namespace.type),
+        c.agent_id == bindparam("p_agent_id", type_=c.agent_id.type),
+        c.session_id == bindparam("p_session_id", type_=c.session_id.type),
     )
     # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
     return statement.with_for_update() if lock else statement

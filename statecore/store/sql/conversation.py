@@ -3,9 +3,11 @@ token window found with one indexed query."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Select, bindparam, delete, insert, select
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
@@ -131,7 +133,6 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         first_seq = session.window_start_seq
         if max_messages is not None:
             first_seq = max(first_seq, session.last_seq - max_messages + 1)
-        c = message_table.c
         if max_tokens is not None and session.token_total > max_tokens:
             # Message m fits when the tokens from m to the end, token_total minus the running
             # total before m, are within budget: the running total before m must reach
@@ -143,18 +144,13 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             # unable to see the bound, planned for a third of the table (and JIT-compiled).
             threshold = session.token_total - max_tokens
             boundary = await self._ctx.conn.scalar(
-                select(c.seq)
-                .where(c.session_pk == session.id, c.cumulative_tokens >= threshold)
-                .order_by(c.cumulative_tokens)
-                .limit(1)
+                _window_boundary(), {"p_session_pk": session.id, "p_threshold": threshold}
             )
             if boundary is None:  # counters ahead of the rows: no message fits the budget
                 return []
             first_seq = max(first_seq, boundary + 1)
         rows = await self._ctx.conn.execute(
-            select(message_table)
-            .where(c.session_pk == session.id, c.seq >= first_seq)
-            .order_by(c.seq)
+            _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
         )
         return [stored_message(row) for row in rows]
 
@@ -217,6 +213,34 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             for m in log
         ]
         await self._ctx.conn.execute(insert(message_table), rows)
+
+
+# The two statements of ``tail``, built once with bind parameters: every turn runs them.
+@functools.cache
+def _window_boundary() -> Select[Any]:
+    c = message_table.c
+    return (
+        select(c.seq)
+        .where(
+            c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
+            c.cumulative_tokens >= bindparam("p_threshold", type_=c.cumulative_tokens.type),
+        )
+        .order_by(c.cumulative_tokens)
+        .limit(1)
+    )
+
+
+@functools.cache
+def _window() -> Select[Any]:
+    c = message_table.c
+    return (
+        select(message_table)
+        .where(
+            c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
+            c.seq >= bindparam("p_first_seq", type_=c.seq.type),
+        )
+        .order_by(c.seq)
+    )
 
 
 _EMPTY_LOG = {

@@ -135,6 +135,16 @@ def _create_statement(dialect: str) -> Any:
 
 
 @functools.cache
+def _get_statement() -> Any:
+    """``get``, built once with bind parameters (``p_<key column>`` and ``p_now``): building
+    the statement with its key and expiry conditions took about as long as running it, and
+    a turn reads its record and the session's KV by key."""
+    the_key = [c[name] == bindparam(f"p_{name}", type_=c[name].type) for name in _KEY_COLUMNS]
+    now = bindparam("p_now", type_=c.expires_at.type)
+    return select(kv_entries).where(*the_key, or_(c.expires_at.is_(None), c.expires_at > now))
+
+
+@functools.cache
 def _mysql_update_statement() -> Any:
     """MariaDB/MySQL: the unconditional put of a key that exists, as a plain UPDATE.
 
@@ -277,11 +287,14 @@ class SqlKVStore(KVStore):
 
     async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
         check_kv_key(scope, bucket, key)
-        row = (
-            await self._ctx.conn.execute(
-                select(kv_entries).where(self._the_key(scope, bucket, key), self._live())
-            )
-        ).first()
+        params = {
+            "p_namespace": scope.namespace,
+            "p_owner": scope.owner,
+            "p_bucket": bucket,
+            "p_key": key,
+            "p_now": self._ctx.now,
+        }
+        row = (await self._ctx.conn.execute(_get_statement(), params)).first()
         return None if row is None else _entry(row)
 
     async def delete(

@@ -8,7 +8,10 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from statecore.core.models import Message, StoredMessage
+from statecore.core.models import Message, StoredMessage, ToolCall
+from statecore.core.trusted import trusted
+
+_TOOL_CALL_FIELDS = ToolCall.model_fields.keys()
 
 
 def message_columns(message: Message) -> dict[str, Any]:
@@ -51,14 +54,18 @@ def stored_columns(
 
 
 def stored_message(row: Row[Any] | dict[str, Any]) -> StoredMessage:
-    """A StoredMessage from a ``messages`` row (or the dict that was inserted)."""
+    """A StoredMessage from a ``messages`` row (or the dict that was inserted).
+
+    Rows are written only from validated messages (``append``, ``restore``), and a turn
+    reads its whole window back on every turn, so they are not validated again here."""
     r = row._mapping if isinstance(row, Row) else row
-    return StoredMessage.model_validate(
+    return trusted(
+        StoredMessage,
         {
             "role": r["role"],
             "content": r["content"],
             "name": r["name"],
-            "tool_calls": json.loads(r["tool_calls"]) if r["tool_calls"] else [],
+            "tool_calls": _tool_calls(r["tool_calls"]) if r["tool_calls"] else [],
             "tool_call_id": r["tool_call_id"],
             "metadata": json.loads(r["metadata_json"]) if r["metadata_json"] else {},
             "seq": r["seq"],
@@ -67,8 +74,19 @@ def stored_message(row: Row[Any] | dict[str, Any]) -> StoredMessage:
             "tokens": r["tokens"],
             "cumulative_tokens": r["cumulative_tokens"],
             "created_at": r["created_at"],
-        }
+        },
     )
+
+
+def _tool_calls(text: str) -> list[ToolCall]:
+    calls = json.loads(text)
+    # Written by ``message_columns`` with every field; anything else is validated.
+    return [
+        trusted(ToolCall, call)
+        if isinstance(call, dict) and call.keys() == _TOOL_CALL_FIELDS
+        else ToolCall.model_validate(call)
+        for call in calls
+    ]
 
 
 def _dumps(value: Any) -> str:

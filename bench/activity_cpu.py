@@ -1,0 +1,191 @@
+"""statecore's own CPU per chat turn: the ``generate`` activity alone, without Temporal.
+
+    .venv/bin/python bench/activity_cpu.py --before 2c8aef7             # SQLite
+    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --db postgresql
+    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --rounds 2 --turns 30   # smoke
+
+The worker's CPU per turn (bench/cpu_per_turn.py) is mostly Temporal's own machinery, which
+hides statecore's share in its noise. Here each run is a fresh process that drives the turn
+activity as an AgentSession turn does (``generate`` with a commit: context read, offline
+model, commit of the user message, reply and turn record) through temporalio's
+``ActivityEnvironment``, on a fresh database and one session: warm-up turns, then
+``--turns`` measured turns. Its CPU time (``time.process_time``: every thread, the SQLite
+connection's included) divided by the turns is one value, and the number of SQL statements
+per turn is counted too. The two versions alternate round by round (A B, B A, ...); the
+result has each version's mean with a 95% interval and the paired difference. Writes
+``bench/results/activity_cpu_<db>.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from typing import Any  # noqa: E402
+
+from bench.cpu_per_turn import summary  # noqa: E402
+from bench.environment import machine_info  # noqa: E402
+from bench.worker_process import export_commit  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+
+# One measured run, in a fresh interpreter with ``code`` first on sys.path. Prints JSON.
+_CHILD = r"""
+import asyncio, json, sys, time
+code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+sys.path.insert(0, code)
+import statecore
+assert statecore.__file__.startswith(code), statecore.__file__
+from sqlalchemy import event
+from temporalio.testing import ActivityEnvironment
+from statecore.activities.resources import WorkerResources
+from statecore.activities.turns import TurnActivities
+from statecore.contract.activities import CommitTurnInput, GenerateInput
+from statecore.core.models import Message, SessionRef
+from statecore.llm.offline import OfflineModel
+from statecore.store.migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+
+CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
+REF = SessionRef(namespace="default", agent_id="bench", session_id="activity-cpu")
+
+async def main():
+    await upgrade_database(url)
+    store = await SqlStateStore.connect(url)
+    statements = [0]
+    def count(*_args):
+        statements[0] += 1
+    event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+    resources = WorkerResources(models={"default": OfflineModel()})
+    resources.attach(store)
+    activities, env = TurnActivities(resources), ActivityEnvironment()
+    async def turn(n):
+        turn_id = f"turn-{n:06d}"
+        user = Message(role="user", content=CONTENT.format(n=n))
+        commit = CommitTurnInput(ref=REF, turn_id=turn_id, turn=n, messages=[user])
+        await env.run(activities.generate, GenerateInput(ref=REF, turn_id=turn_id, commit=commit))
+    for n in range(1, warmup + 1):
+        await turn(n)
+    cpu, seen = time.process_time(), statements[0]
+    for n in range(warmup + 1, warmup + turns + 1):
+        await turn(n)
+    cpu = time.process_time() - cpu
+    await store.close()
+    print(json.dumps({"cpu_ms_per_turn": 1000 * cpu / turns,
+                      "statements_per_turn": (statements[0] - seen) / turns}))
+
+asyncio.run(main())
+"""
+
+
+def one_run(code: Path, db: str, warmup: int, turns: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="statecore-activity-") as tmp:
+        url = asyncio.run(_database(db, Path(tmp)))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _CHILD, str(code), url, str(warmup), str(turns)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                cwd=tmp,
+                env={**os.environ, "PYTHONPATH": ""},
+            )
+        finally:
+            if db != "sqlite":
+                asyncio.run(_drop(url))
+    if done.returncode != 0:
+        raise RuntimeError(f"activity run failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+async def _database(db: str, tmp: Path) -> str:
+    if db == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp / 'activity.db'}"
+    from tests.dbs import create_database, server_down_reason
+
+    reason = await server_down_reason(db)
+    if reason is not None:
+        raise SystemExit(f"{db} is not reachable: {reason}")
+    return await create_database(db, "activity")
+
+
+async def _drop(url: str) -> None:
+    from tests.dbs import drop_database
+
+    await drop_database(url)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--before", required=True, help="commit of the 'before' statecore")
+    p.add_argument("--after", help="commit of the 'after' statecore (default: this tree)")
+    p.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--turns", type=int, default=300, help="measured turns per run")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--out", type=Path, help="default: bench/results/activity_cpu_<db>.json")
+    a = p.parse_args(argv)
+    if a.rounds < 2:
+        p.error("--rounds must be at least 2 for a confidence interval")
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="statecore-code-") as tmp:
+        versions = {
+            "before": export_commit(a.before, Path(tmp)),
+            "after": export_commit(a.after, Path(tmp)) if a.after else ROOT,
+        }
+        runs: list[dict[str, dict[str, float]]] = []
+        for r in range(a.rounds):
+            order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+            got = {name: one_run(versions[name], a.db, a.warmup, a.turns) for name in order}
+            runs.append(got)
+            print(
+                f"round {r + 1}/{a.rounds}: "
+                + ", ".join(f"{n} {got[n]['cpu_ms_per_turn']:.2f} ms" for n in order),
+                flush=True,
+            )
+    cpu = {n: [g[n]["cpu_ms_per_turn"] for g in runs] for n in ("before", "after")}
+    result: dict[str, Any] = {
+        "db": a.db,
+        "what": "CPU ms per turn of the generate(commit) activity alone (offline model)",
+        "before_revision": a.before,
+        "after_revision": a.after or "working tree",
+        "rounds": a.rounds,
+        "turns_per_run": a.turns,
+        "warmup_turns": a.warmup,
+        "before": summary(cpu["before"]),
+        "after": summary(cpu["after"]),
+        "after_minus_before": summary(
+            [after - before for before, after in zip(cpu["before"], cpu["after"], strict=True)]
+        ),
+        "after_over_before": round(
+            statistics.fmean(cpu["after"]) / statistics.fmean(cpu["before"]), 3
+        ),
+        "statements_per_turn": {
+            n: round(statistics.fmean(g[n]["statements_per_turn"] for g in runs), 2)
+            for n in ("before", "after")
+        },
+        "load_average_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "machine": machine_info(),
+    }
+    out = a.out or RESULTS / f"activity_cpu_{a.db}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    for key in ("before", "after", "after_minus_before"):
+        s = result[key]
+        print(f"{key}: {s['mean']:.2f} ms/turn, 95% CI {s['ci95'][0]:.2f} .. {s['ci95'][1]:.2f}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
