@@ -333,6 +333,7 @@ def next_steps(config: WorkerConfig, server: DevServer, codec_server: Any) -> st
     except ValueError:
         bin_dir = here
     address = server.address
+    codec = f" --codec-endpoint {codec_server.url}" if codec_server is not None else ""
     keys = " (with STATECORE_ENCRYPTION_KEYS set as here)" if config.encryption_keys else ""
     queue = "" if config.task_queue == DEFAULT_TASK_QUEUE else f" --task-queue {config.task_queue}"
     lines = [
@@ -340,7 +341,7 @@ def next_steps(config: WorkerConfig, server: DevServer, codec_server: Any) -> st
         f"  talk to a session:  {bin_dir / 'statecore'} --address {address}{queue} "
         f"chat my-agent my-session{keys}",
         f"  list sessions:      {bin_dir / 'statecore'} --address {address} sessions list",
-        f"  temporal CLI:       {bin_dir / 'temporal'} workflow list --address {address}",
+        f"  temporal CLI:       {bin_dir / 'temporal'} workflow list --address {address}{codec}",
     ]
     if server.ui_url:
         lines.append(f"  Web UI:             {server.ui_url}/namespaces/default/workflows")

@@ -217,6 +217,49 @@ def test_a_port_held_by_another_program_is_refused_naming_it(tmp_path: Path) -> 
     assert "--port / --ui-port" in dev.text()
 
 
+def test_dev_with_encryption_keys_serves_the_codec_to_its_web_ui(tmp_path: Path) -> None:
+    """The UI's own settings name the codec server statecore dev started, and that server
+    decrypts a payload encrypted with the keys for the UI's origin."""
+    import asyncio
+    import re
+    import urllib.request
+
+    from google.protobuf import json_format
+    from temporalio.api.common.v1 import Payloads
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from statecore import generate_key
+    from statecore.encryption.codec import EncryptionCodec, Keyring
+
+    keys = f"dev:{generate_key()}"
+    port, ui_port = free_port(), free_port()
+    argv = dev_argv(tmp_path / "data", "--port", str(port), "--ui-port", str(ui_port))
+    env = {**base_env(), "STATECORE_ENCRYPTION_KEYS": keys}
+    with running(argv, tmp_path / "dev.log", env) as dev:
+        dev.wait_for(NEXT_STEPS)
+        found = re.search(r"codec server: +(http://127\.0\.0\.1:\d+)", dev.text())
+        assert found, dev.text()
+        codec_url = found.group(1)
+        assert f"--codec-endpoint {codec_url}" in dev.text()
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/settings") as page:
+            settings = json.loads(page.read())
+        assert settings["Codec"]["Endpoint"] == codec_url
+        plain = pydantic_data_converter.payload_converter.to_payloads(["a secret"])
+        encrypted = asyncio.run(EncryptionCodec(Keyring.parse(keys)).encode(plain))
+        request = urllib.request.Request(
+            f"{codec_url}/decode",
+            data=json.dumps(json_format.MessageToDict(Payloads(payloads=encrypted))).encode(),
+            headers={"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{ui_port}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            decoded = json_format.Parse(answer.read(), Payloads())
+        values = pydantic_data_converter.payload_converter.from_payloads(list(decoded.payloads))
+        assert values == ["a secret"]
+        dev.popen.send_signal(signal.SIGTERM)
+        dev.stopped_within(STOP_WITHIN)
+    assert dev.popen.returncode == 0
+
+
 # --- a database the worker cannot use ---------------------------------------------------------
 
 #: Run a command as if the postgres extra were not installed (asyncpg cannot be imported).
