@@ -219,7 +219,9 @@ def plot_chaos_timeline(result: dict[str, Any], path: Path) -> None:
     timeline = result["timeline"]
     done = timeline["turn_completed_seconds"]
     fig, ax = plt.subplots(figsize=(12, 5))
-    ax.plot(done, range(1, len(done) + 1), color="C0", label="turns completed")
+    ax.plot(
+        done, range(1, len(done) + 1), color="C0", drawstyle="steps-post", label="turns completed"
+    )
     seen: set[str] = set()
     for event in timeline["events"]:
         kind = event["kind"]
@@ -237,10 +239,10 @@ def plot_chaos_timeline(result: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("seconds since the start of the run")
     ax.set_ylabel("turns completed (all sessions)")
     ax.set_title(
-        f"Chaos ({result['command']}): {plan['sessions']} sessions x {plan['turns']} turns, "
+        f"Chaos: {plan['sessions']} sessions x {plan['turns']} turns, "
         f"{figures['worker_kills']} kills, {figures['server_restarts']} Temporal restarts, "
         f"{figures['db_outages']} PostgreSQL outages: lost {figures['lost']}, "
-        f"duplicated {figures['duplicated']}",
+        f"duplicated {figures['duplicated']}\n{result['command']}",
         fontsize=10,
     )
     ax.legend(loc="upper left")
@@ -277,10 +279,11 @@ def plot_load_timeline(result: dict[str, Any], path: Path, *, bucket: float = 2.
     top.legend(loc="upper right")
     settings = result["settings"]
     top.set_title(
-        f"Load ({result['command']}): {settings['sessions']} sessions x "
+        f"Load: {settings['sessions']} sessions x "
         f"{settings['turns_per_session']} turns against one worker; "
         f"{result['turns_answered']}/{result['turns_planned']} answered, "
-        f"{result['client_errors']} errors",
+        f"{result['client_errors']} errors; load average {result['machine']['loadavg_start'][0]} "
+        f"on {result['machine']['cpu_count']} CPUs at start\n{result['command']}",
         fontsize=10,
     )
     bottom.plot([t for t, _ in rss], [m for _, m in rss], color="C2")
@@ -299,7 +302,7 @@ def main() -> None:
     results = Path(__file__).resolve().parent / "results"
     turns = json.loads((results / "turns.json").read_text())
     replot_turns(turns, results / "turns-run.png", results / "turns.png")
-    for name, draw in (("chaos-quick", plot_chaos_timeline), ("load-timeline", plot_load_timeline)):
+    for name, draw in (("chaos-quick", plot_chaos_timeline), ("load-short", plot_load_timeline)):
         source = results / f"{name}.json"
         if source.exists():
             draw(json.loads(source.read_text()), results / f"{name}-timeline.png")

@@ -26,6 +26,7 @@ __all__ = [
     "check_database_url",
     "normalize_database_url",
     "open_store",
+    "redact_url",
     "run_transaction",
 ]
 
@@ -111,6 +112,17 @@ def database_address(url: str) -> str:
         return parsed.database or ":memory:"
     default_port = 5432 if parsed.get_backend_name() == "postgresql" else 3306
     return f"{parsed.host or 'localhost'}:{parsed.port or default_port}/{parsed.database or ''}"
+
+
+def redact_url(url: str) -> str:
+    """A database URL fit for logs: the password hidden (a URL that does not parse is shown
+    as it is: it holds nothing parseable as a password)."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
 
 
 async def open_store(

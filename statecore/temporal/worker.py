@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,9 @@ from statecore.contract.session import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from statecore.llm import ChatModel, model_from_config
 from statecore.observability.logs import SessionLogContext
 from statecore.observability.tracing import Tracing, start_tracing, worker_runtime
+from statecore.store import redact_url
 from statecore.temporal.connection import ConnectionConfig
+from statecore.temporal.dev_stack import dev_server_for, next_steps, start_ui_codec_server
 from statecore.temporal.devserver import DevServer
 from statecore.temporal.plugin import StatecorePlugin
 from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
@@ -235,7 +236,7 @@ async def _run(
         log.info(
             "statecore worker on task queue %r, database %s, model %s",
             config.task_queue,
-            _redact(config.database_url),
+            redact_url(config.database_url),
             config.model,
         )
         ready_note = next_steps(config, server, codec_server) if server is not None else None
@@ -300,61 +301,6 @@ def plugin_of(client: Client, fallback: StatecorePlugin) -> StatecorePlugin:
     return fallback
 
 
-def dev_server_for(config: WorkerConfig, codec_endpoint: str | None) -> DevServer:
-    """The embedded dev server ``config`` asks for, its files under ``config.data_dir``."""
-    data = Path(config.data_dir)
-    extra = ["--ui-codec-endpoint", codec_endpoint] if codec_endpoint else []
-    return DevServer(
-        port=config.dev_port,
-        ui_port=config.dev_ui_port or None,
-        db_filename=str(data / "temporal.db"),
-        log_path=str(data / "temporal.log"),
-        pid_file=str(data / "temporal.pid"),
-        extra_args=extra,
-    )
-
-
-def start_ui_codec_server(codec: PayloadCodec, ui_port: int) -> Any:
-    """A codec server on a free local port that the dev server's Web UI (and only it) may
-    call, so the UI shows encrypted payloads decrypted (docs/encryption.md)."""
-    from statecore.encryption.codec_server import CodecServer
-
-    origins = [f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}"]
-    server = CodecServer(codec, port=0, allowed_origins=origins).start()
-    log.info("codec server for the Web UI on %s", server.url)
-    return server
-
-
-def next_steps(config: WorkerConfig, server: DevServer, codec_server: Any) -> str:
-    """What to type next, printed once a dev worker polls: addresses as they really are."""
-    here = Path(sys.executable).parent
-    try:
-        bin_dir = here.relative_to(Path.cwd())
-    except ValueError:
-        bin_dir = here
-    address = server.address
-    codec = f" --codec-endpoint {codec_server.url}" if codec_server is not None else ""
-    keys = " (with STATECORE_ENCRYPTION_KEYS set as here)" if config.encryption_keys else ""
-    queue = "" if config.task_queue == DEFAULT_TASK_QUEUE else f" --task-queue {config.task_queue}"
-    lines = [
-        "ready. Next steps:",
-        f"  talk to a session:  {bin_dir / 'statecore'} --address {address}{queue} "
-        f"chat my-agent my-session{keys}",
-        f"  list sessions:      {bin_dir / 'statecore'} --address {address} sessions list",
-        f"  temporal CLI:       {bin_dir / 'temporal'} workflow list --address {address}{codec}",
-    ]
-    if server.ui_url:
-        lines.append(f"  Web UI:             {server.ui_url}/namespaces/default/workflows")
-    if codec_server is not None:
-        lines.append(f"  codec server:       {codec_server.url} (the Web UI decrypts through it)")
-    lines += [
-        f"  statecore data:     {_redact(config.database_url)}",
-        f"  Temporal data:      {server.db_filename} (log {server.log_path})",
-        "  stop:               Ctrl-C",
-    ]
-    return "\n".join(lines)
-
-
 def with_plugin(client: Client, plugin: StatecorePlugin, interceptors: list[Any]) -> Client:
     """A client on ``client``'s connection, configured as it was plus statecore's plugin (and
     ``interceptors``). One already carrying a StatecorePlugin is used as it is."""
@@ -375,13 +321,3 @@ def _prepare_directories(config: WorkerConfig) -> None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     if config.dev:
         Path(config.data_dir).mkdir(parents=True, exist_ok=True)
-
-
-def _redact(url: str) -> str:
-    """A database URL without its password, for logs."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
