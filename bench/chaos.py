@@ -98,11 +98,16 @@ class Chaos:
         #: Set once every planned event has happened (see ``_drive``).
         self.broken = asyncio.Event()
         self.supervise = True
+        self.started = time.monotonic()
+        #: What happened when, for the timeline figure: (seconds, kind, seconds it lasted)
+        #: per event, and the second each turn completed at.
+        self.events: list[tuple[float, str, float]] = []
+        self.completions: list[float] = []
 
     # --- the run -----------------------------------------------------------------------------
 
     async def run(self) -> Figures:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         self.postgres.init().start()
         await upgrade_database(self.postgres.url)
         await self.server.start()
@@ -172,6 +177,8 @@ class Chaos:
                 self.figures.problems.append(
                     f"{turn_id} answered as turns {answered[turn_id]} and {result.turn}"
                 )
+            if turn_id not in answered:
+                self.completions.append(round(time.monotonic() - self.started, 2))
             answered[turn_id] = result.turn
             self.figures.turns_completed = sum(len(v) for v in self.replies.values())
 
@@ -204,6 +211,17 @@ class Chaos:
             await self._event(event)
 
     async def _event(self, event: str) -> None:
+        began = time.monotonic()
+        try:
+            await self._break(event)
+        finally:
+            kind = {"kill": "worker SIGKILL", "server": "Temporal restart"}.get(
+                event, "PostgreSQL outage"
+            )
+            now = time.monotonic()
+            self.events.append((round(began - self.started, 2), kind, round(now - began, 2)))
+
+    async def _break(self, event: str) -> None:
         assert self.worker is not None
         if event == "kill":
             self.worker.kill()
@@ -314,15 +332,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chaos: cannot run: {reason}")
         return 2
     with tempfile.TemporaryDirectory(prefix="statecore-chaos-") as tmp:
-        figures = asyncio.run(Chaos(plan, Path(tmp)).run())
+        chaos = Chaos(plan, Path(tmp))
+        figures = asyncio.run(chaos.run())
     result = {
         "plan": asdict(plan),
         "figures": asdict(figures),
         "ok": figures.ok,
         "command": "python -m bench.chaos" + (" --quick" if plan.sessions == 4 else ""),
+        "timeline": {
+            "events": [
+                {"at_seconds": at, "kind": kind, "lasted_seconds": lasted}
+                for at, kind, lasted in chaos.events
+            ],
+            "turn_completed_seconds": sorted(chaos.completions),
+        },
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
+    from bench.plot import plot_chaos_timeline
+
+    plot_chaos_timeline(result, out.with_name(out.stem + "-timeline.png"))
     f = figures
     print(
         f"chaos: {f.worker_kills} worker kills, {f.server_restarts} server restarts, "

@@ -66,6 +66,8 @@ class Drive:
     errors: list[dict[str, Any]] = field(default_factory=list)
     #: session id -> the turn numbers its replies carried, in the order sent
     turn_numbers: dict[str, list[int]] = field(default_factory=dict)
+    #: time.perf_counter() of each answered turn, for the throughput-over-time figure
+    completed_at: list[float] = field(default_factory=list)
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -112,6 +114,7 @@ async def drive(sessions: AgentSessionClient, s: Settings) -> Drive:
                 )
                 continue
             elapsed = time.perf_counter() - start
+            d.completed_at.append(time.perf_counter())
             (d.first_turn_latencies if i == 0 else d.latencies).append(elapsed)
             numbers.append(result.turn)
 
@@ -228,6 +231,16 @@ async def measure(
             "rss_samples": len(watch.rss_kib),
             "sample_every_seconds": SAMPLE_EVERY_SECONDS,
         },
+        # Seconds since the first memory sample (taken just before the load starts).
+        "timeline": {
+            "turn_completed_seconds": [round(t - watch.rss_at[0], 2) for t in d.completed_at]
+            if watch.rss_at
+            else [],
+            "worker_rss_mib": [
+                [round(t - watch.rss_at[0], 2), round(kib / 1024, 1)]
+                for t, kib in zip(watch.rss_at, watch.rss_kib, strict=True)
+            ],
+        },
         "cpu": cpu,
         "worker_database_connections": watch.connection_report(),
         "worker_metrics": counters,
@@ -310,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(run(s, Path(tmp)))
     s.out.parent.mkdir(parents=True, exist_ok=True)
     s.out.write_text(json.dumps(result, indent=2) + "\n")
+    from bench.plot import plot_load_timeline
+
+    plot_load_timeline(result, s.out.with_name(s.out.stem + "-timeline.png"))
     print_summary(result)
     print(f"wrote {s.out}")
     return 0 if result["ok"] else 1

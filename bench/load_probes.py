@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,8 @@ class Watch:
     pid: int
     database_url: str
     rss_kib: list[int] = field(default_factory=list)
+    #: time.perf_counter() of each sample in rss_kib
+    rss_at: list[float] = field(default_factory=list)
     connections: list[dict[str, int]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -77,6 +80,7 @@ class Watch:
             async with admin.connect() as conn:
                 while not self._stop.is_set():
                     self.rss_kib.append(proc_status_kib(self.pid, "VmRSS"))
+                    self.rss_at.append(time.perf_counter())
                     rows = (await conn.execute(query, {"db": database})).all()
                     await conn.commit()  # a fresh snapshot of pg_stat_activity each time
                     self.connections.append({str(state): int(n) for state, n in rows})

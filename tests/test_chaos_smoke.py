@@ -48,3 +48,13 @@ def test_quick_chaos_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert figures["turns_completed"] == figures["turns_planned"] == 40
     for zero in ("lost", "duplicated", "out_of_order", "stuck_sessions", "describe_mismatches"):
         assert figures[zero] == 0, (zero, figures)
+    # The timeline the figure is drawn from: every event, every completed turn, in time.
+    timeline = json.loads(out.read_text())["timeline"]
+    kinds = [event["kind"] for event in timeline["events"]]
+    assert sorted(kinds) == sorted(
+        ["worker SIGKILL"] * 3 + ["Temporal restart", "PostgreSQL outage"]
+    )
+    assert all(event["lasted_seconds"] > 0 for event in timeline["events"])
+    done_at = timeline["turn_completed_seconds"]
+    assert len(done_at) == 40 and done_at == sorted(done_at)
+    assert (tmp_path / "chaos-timeline.png").stat().st_size > 10_000

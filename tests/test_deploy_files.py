@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -24,9 +25,13 @@ from typing import Any
 
 import pytest
 import yaml
+from google.protobuf import json_format
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
+from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
@@ -101,6 +106,7 @@ def dockerfile_cmd() -> list[str]:
 
 def test_the_stack_has_every_service_the_design_names() -> None:
     assert set(SERVICES) == {
+        "codec-server",
         "postgresql",
         "temporal-schema",
         "temporal",
@@ -125,7 +131,7 @@ def test_the_built_worker_image_is_tagged_with_the_package_version() -> None:
     assert SERVICES["worker"]["image"] == f"statecore-worker:{version}"
 
 
-@pytest.mark.parametrize("name", ["postgresql", "temporal", "worker"])
+@pytest.mark.parametrize("name", ["postgresql", "temporal", "worker", "codec-server"])
 def test_long_running_services_have_health_checks(name: str) -> None:
     check = SERVICES[name].get("healthcheck")
     assert check and check.get("test"), f"{name} has no health check"
@@ -248,8 +254,6 @@ def test_dockerfile_base_image_is_pinned_and_runs_statecore_worker() -> None:
     bases = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.MULTILINE)
     assert bases and all(re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", b) for b in bases), bases
     assert dockerfile_cmd() == ["statecore", "worker"]
-    install = re.search(r'pip install "\.\[([\w,]+)\]"', DOCKERFILE)
-    assert install and "postgres" in install.group(1).split(",")
     for source in re.findall(r"^COPY\s+(.+?)\s+\S+$", DOCKERFILE, re.MULTILINE):
         for path in source.split():
             assert (REPO / path).exists(), f"the Dockerfile copies missing {path}"
@@ -263,8 +267,112 @@ def test_docker_build_context_keeps_what_the_image_copies() -> None:
         if line.strip() and not line.startswith("#")
     ]
     assert lines[0] == "*"  # everything out, then only what the image copies back in
-    for path in ("pyproject.toml", "README.md", "statecore/", "activities/"):
+    for path in ("pyproject.toml", "requirements.lock", "README.md", "statecore/", "activities/"):
         assert f"!{path}" in lines
+
+
+# --- locked dependencies and the codec server ---------------------------------------------------
+
+LOCK = (REPO / "requirements.lock").read_text()
+#: The extras the image installs: PostgreSQL, tracing, and encryption because compose passes
+#: STATECORE_ENCRYPTION_KEYS to the worker (without cryptography it dies at start).
+IMAGE_EXTRAS = ("postgres", "otel", "encryption")
+
+
+def locked_versions() -> dict[str, str]:
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", LOCK, re.MULTILINE)
+    return {canonicalize_name(name): version for name, version in pins}
+
+
+def test_the_image_installs_only_the_locked_dependencies() -> None:
+    steps = re.findall(r"^RUN\s+(.+)$", DOCKERFILE, re.MULTILINE)
+    assert steps[0] == "pip install --require-hashes --no-deps -r requirements.lock"
+    assert steps[1] == "pip install --no-deps --no-build-isolation . && pip check"
+    assert DOCKERFILE.index("COPY requirements.lock") < DOCKERFILE.index("COPY statecore")
+    # Every pin carries hashes (pip refuses the file otherwise with --require-hashes).
+    assert len(locked_versions()) == LOCK.count("==") and "--hash=sha256:" in LOCK
+
+
+def test_the_lock_satisfies_pyproject_with_every_extra_the_image_needs() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wanted = list(project["project"]["dependencies"])
+    for extra in IMAGE_EXTRAS:
+        wanted += project["project"]["optional-dependencies"][extra]
+    wanted += project["build-system"]["requires"]  # built with --no-build-isolation
+    locked = locked_versions()
+    for spec in wanted:
+        requirement = Requirement(spec)
+        name = canonicalize_name(requirement.name)
+        assert name in locked, f"{spec} is not in requirements.lock (run scripts/lock.sh)"
+        assert requirement.specifier.contains(locked[name], prereleases=True), (
+            f"requirements.lock pins {name}=={locked[name]}, pyproject wants {spec}: "
+            "run scripts/lock.sh"
+        )
+    assert "cryptography" in locked  # the encryption extra
+
+
+def test_the_ui_decrypts_through_the_stacks_codec_server() -> None:
+    codec = SERVICES["codec-server"]
+    assert codec["image"] == SERVICES["worker"]["image"]  # the same locked image
+    assert codec["profiles"] == ["encryption"]
+    assert codec["ports"] == ["127.0.0.1:8081:8081"]
+    on = {"TEMPORAL_CODEC_ENDPOINT": "http://127.0.0.1:8081", "STATECORE_ENCRYPTION_KEYS": "k"}
+    # The browser calls it: the UI gets its address on the host, and it admits the UI's origin.
+    assert service_env("temporal-ui", on)["TEMPORAL_CODEC_ENDPOINT"] == "http://127.0.0.1:8081"
+    assert service_env("temporal-ui")["TEMPORAL_CODEC_ENDPOINT"] == ""  # off by default
+    ui_port = SERVICES["temporal-ui"]["ports"][0].split(":")[1]
+    command = codec["command"]
+    origins = [command[i + 1] for i, arg in enumerate(command) if arg == "--allowed-origin"]
+    assert f"http://127.0.0.1:{ui_port}" in origins and f"http://localhost:{ui_port}" in origins
+    assert service_env("codec-server", on)["STATECORE_ENCRYPTION_KEYS"] == "k"
+
+
+async def test_the_codec_server_runs_as_the_compose_file_runs_it(tmp_path: Path) -> None:
+    """Its command and environment from docker-compose.yml, the port moved to a free one:
+    the UI's origin gets a payload encrypted with the workers' keys back decrypted."""
+    from statecore.encryption.codec import EncryptionCodec, Keyring
+
+    keys = f"2025-01:{statecore.generate_key()}"
+    port = free_port()
+    command = [str(port) if arg == "8081" else arg for arg in SERVICES["codec-server"]["command"]]
+    command = [sys.executable if command[0] == "python" else command[0], *command[1:]]
+    env = {**base_env(), **service_env("codec-server", {"STATECORE_ENCRYPTION_KEYS": keys})}
+    log = (tmp_path / "codec.log").open("wb")
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        plain = pydantic_data_converter.payload_converter.to_payloads(["a secret"])
+        encrypted = await EncryptionCodec(Keyring.parse(keys)).encode(plain)
+        body = json.dumps(json_format.MessageToDict(Payloads(payloads=encrypted))).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/decode",
+            data=body,
+            headers={"Content-Type": "application/json", "Origin": "http://127.0.0.1:8080"},
+        )
+        answer = None
+        for _ in range(100):
+            try:
+                answer = await asyncio.to_thread(_open, request)
+                break
+            except OSError:
+                assert proc.poll() is None, (tmp_path / "codec.log").read_text()
+                await asyncio.sleep(0.1)
+        assert answer is not None, (tmp_path / "codec.log").read_text()
+        status, headers, data = answer
+        assert status == 200
+        assert headers["Access-Control-Allow-Origin"] == "http://127.0.0.1:8080"
+        decoded = json_format.Parse(data, Payloads())
+        assert pydantic_data_converter.payload_converter.from_payloads(list(decoded.payloads)) == [
+            "a secret"
+        ]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def _open(request: urllib.request.Request) -> tuple[int, Any, bytes]:
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, response.headers, response.read()
 
 
 # --- what runs without Docker ------------------------------------------------------------------

@@ -42,6 +42,13 @@ async def test_load_quick(tmp_path: Path) -> None:
     assert result["turns_planned"] == result["turns_answered"] == 60
     assert result["client_errors"] == 0 and result["client_error_samples"] == []
     assert result["problems"] == []
+    # The timeline the figure is drawn from: a time per answered turn, memory samples in order.
+    timeline = result["timeline"]
+    assert len(timeline["turn_completed_seconds"]) == 60
+    samples = timeline["worker_rss_mib"]
+    assert len(samples) >= 2 and [t for t, _ in samples] == sorted(t for t, _ in samples)
+    assert all(mib > 0 for _, mib in samples)
+    assert (tmp_path / "load-timeline.png").stat().st_size > 10_000
     metrics = result["worker_metrics"]
     assert metrics["statecore_turns"] == 60
     assert {name: f["total"] for name, f in metrics["failures"].items()} == dict.fromkeys(

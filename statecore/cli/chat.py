@@ -10,19 +10,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 import uuid
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.status import Status
 
 from statecore.cli.args import add_session_arguments, new_command, positive_float, positive_int
 from statecore.cli.output import print_json, stderr, stdout
 from statecore.cli.settings import Settings
 from statecore.core.errors import InvalidInputError, SessionStateError
 
+T = TypeVar("T")
+
 #: Lines that end an interactive chat (end of input does too).
 QUIT = {"/quit", "/exit"}
 DEFAULT_RETRY_SECONDS = 300.0
+#: A line unanswered this long gets a status line saying it is waiting.
+SHOW_WAITING_AFTER_SECONDS = 2.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,6 +73,10 @@ def session_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def chat(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.debug:
+        # The status line says the line is waiting; the SDK's own retry warnings would
+        # repeat it a screen at a time.
+        logging.getLogger("temporalio.core").setLevel(logging.ERROR)
     sessions = await settings.sessions(retry_for=timedelta(seconds=args.retry_for))
     options = session_options(args)
     interactive = sys.stdin.isatty()
@@ -83,10 +96,19 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
         if not content.strip():
             continue
         turn_id = f"cli-{uuid.uuid4().hex}"
+        waiting = WaitingLine(stderr(), turn_id)
         try:
-            # send() retries transient failures with this same turn id (module docstring).
-            result = await sessions.send(
-                args.agent, args.session, content, turn_id=turn_id, **options
+            # send() retries transient failures (Temporal restarting included) with this same
+            # turn id until --retry-for runs out (module docstring).
+            result = await waiting.around(
+                sessions.send(
+                    args.agent,
+                    args.session,
+                    content,
+                    turn_id=turn_id,
+                    on_retry=waiting.retrying,
+                    **options,
+                )
             )
         except (InvalidInputError, SessionStateError) as exc:
             if not interactive:
@@ -98,3 +120,70 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
             print_json(result, compact=True)
         else:
             out.print(result.reply.content, markup=False)
+
+
+class WaitingLine:
+    """One status line on stderr while a typed line waits for its answer.
+
+    It appears once the answer takes longer than SHOW_WAITING_AFTER_SECONDS and says why
+    (Temporal unreachable, the session busy). On a terminal it is one line redrawn in place;
+    in a pipe a line is written only when the reason changes, never once per retry."""
+
+    def __init__(self, console: Console, turn_id: str) -> None:
+        self.console = console
+        self.turn_id = turn_id
+        self.reason = "no answer yet"
+        self.seconds_left: float | None = None
+        self._status: Status | None = None
+        self._written: str | None = None
+
+    def retrying(self, reason: str, seconds_left: float) -> None:
+        self.reason = reason
+        self.seconds_left = seconds_left
+        self._show()
+
+    async def around(self, sending: Awaitable[T]) -> T:
+        task = asyncio.ensure_future(sending)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=SHOW_WAITING_AFTER_SECONDS)
+                if done:
+                    return task.result()
+                self._show()
+        except asyncio.CancelledError:
+            task.cancel()
+            self._end()
+            self.console.print(
+                f"gave up waiting for turn {self.turn_id}; it may still be answered (sending "
+                "the same turn id again is safe)",
+                markup=False,
+            )
+            raise
+        finally:
+            self._end()
+
+    def _text(self, *, live: bool) -> str:
+        left = (
+            f"; retrying for {self.seconds_left:.0f} s more"
+            if live and self.seconds_left is not None
+            else ""
+        )
+        return f"waiting for the answer: {self.reason}{left} (Ctrl-C gives up)"
+
+    def _show(self) -> None:
+        if self.console.is_terminal:
+            if self._status is None:
+                self._status = self.console.status(self._text(live=True))
+                self._status.start()
+            else:
+                self._status.update(self._text(live=True))
+            return
+        text = self._text(live=False)
+        if text != self._written:
+            self.console.print(text, markup=False)
+            self._written = text
+
+    def _end(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None

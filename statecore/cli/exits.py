@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from statecore.core.errors import (
     ConflictError,
+    DatabaseUnavailableError,
     InvalidInputError,
     NotFoundError,
     ResetRefusedError,
@@ -80,7 +81,9 @@ def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error that ended a command."""
     if isinstance(exc, UsageError | ValidationError | InvalidInputError):
         return EXIT_USAGE
-    if isinstance(exc, UnreachableError | TimeoutError) or _rpc_unreachable(exc):
+    if isinstance(exc, UnreachableError | DatabaseUnavailableError | TimeoutError):
+        return EXIT_UNREACHABLE
+    if _rpc_unreachable(exc):
         return EXIT_UNREACHABLE
     if _temporal_unreachable(exc):
         return EXIT_UNREACHABLE

@@ -125,10 +125,16 @@ class Settings:
 
     async def temporal(self) -> Client:
         """A Temporal client speaking statecore's payload format."""
+        from statecore.observability.tracing import worker_runtime
         from statecore.temporal.connection import TemporalUnreachableError
 
         try:
-            return await self.connection.connect(data_converter=self.data_converter())
+            # The SDK core's own warnings (retries while the server restarts) would otherwise
+            # be printed on stdout, in colour, among --json documents: they go to Python
+            # logging (stderr) instead.
+            return await self.connection.connect(
+                data_converter=self.data_converter(), runtime=worker_runtime()
+            )
         except TemporalUnreachableError as exc:
             raise UnreachableError(
                 f"{exc.message}. Start one with `statecore dev`, or pass --address "

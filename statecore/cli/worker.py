@@ -50,4 +50,8 @@ async def run(args: argparse.Namespace, settings: Settings, *, dev: bool) -> Non
     config = shared.worker_config(args, settings.env, dev=dev)
     configure_logging(logs.level, logs.format)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # migration chatter at start
+    if dev:
+        _, ignored = shared.dev_port(args, settings.env, config.dev_port)
+        if ignored:
+            logging.getLogger("statecore.worker").warning("%s", ignored)
     await run_worker(config)  # until SIGINT or SIGTERM

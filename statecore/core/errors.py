@@ -189,6 +189,24 @@ class ModelUnavailableError(ModelError):
     retryable = True
 
 
+# --- the database cannot be used from here ----------------------------------------------------
+
+
+class DatabaseUnavailableError(StatecoreError):
+    """The database did not answer (refused, unresolvable, or silent past the connect
+    timeout); the message names its address, never its password. Retried where a retry helps."""
+
+    code = "DatabaseUnavailable"
+    retryable = True
+
+
+class DriverMissingError(StatecoreError):
+    """The database URL names a driver that is not installed; the message names the extra
+    to install (``pip install 'statecore[postgres]'``)."""
+
+    code = "DriverMissing"
+
+
 # --- payload encryption (statecore.encryption.codec) -------------------------------------
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from statecore.core.errors import InvalidInputError
+from statecore.core.errors import DatabaseUnavailableError, InvalidInputError
 from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.memory import MemoryStateStore
@@ -23,8 +23,10 @@ __all__ = [
     "MemoryStateStore",
     "StateStore",
     "StoreTransaction",
+    "check_database_url",
     "normalize_database_url",
     "open_store",
+    "redact_url",
     "run_transaction",
 ]
 
@@ -87,6 +89,42 @@ def normalize_database_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def check_database_url(url: str) -> str:
+    """The normalized ``url`` if it can be opened from here; InvalidInputError when it is
+    malformed, DriverMissingError (naming the extra to install) when its driver is not
+    installed. Nothing is connected."""
+    if isinstance(url, str) and url.strip().lower() == MEMORY_URL:
+        return MEMORY_URL
+    database_url = normalize_database_url(url)
+    from statecore.store.sql.engine import require_driver
+
+    require_driver(database_url)
+    return database_url
+
+
+def database_address(url: str) -> str:
+    """Where a database URL points, for messages: host:port (and database), or the SQLite
+    file; never the user or password."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return parsed.database or ":memory:"
+    default_port = 5432 if parsed.get_backend_name() == "postgresql" else 3306
+    return f"{parsed.host or 'localhost'}:{parsed.port or default_port}/{parsed.database or ''}"
+
+
+def redact_url(url: str) -> str:
+    """A database URL fit for logs: the password hidden (a URL that does not parse is shown
+    as it is: it holds nothing parseable as a password)."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"
+
+
 async def open_store(
     url: str,
     *,
@@ -103,16 +141,30 @@ async def open_store(
         return MemoryStateStore(
             token_counter=token_counter, clock=clock, default_ttl_seconds=default_ttl_seconds
         )
-    database_url = normalize_database_url(url)
+    database_url = check_database_url(url)
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
     from statecore.store.sql import SqlStateStore
 
-    if migrate:
-        from statecore.store.migrate import upgrade_database
+    try:
+        if migrate:
+            from statecore.store.migrate import upgrade_database
 
-        await upgrade_database(database_url)
-    return await SqlStateStore.connect(
-        database_url,
-        token_counter=token_counter,
-        clock=clock,
-        default_ttl_seconds=default_ttl_seconds,
-    )
+            await upgrade_database(database_url)
+        return await SqlStateStore.connect(
+            database_url,
+            token_counter=token_counter,
+            clock=clock,
+            default_ttl_seconds=default_ttl_seconds,
+        )
+    # A refused or silent server (OSError, the connect timeout) or the driver saying so.
+    except (OSError, TimeoutError, OperationalError, InterfaceError) as exc:
+        from statecore.store.sql.engine import CONNECT_TIMEOUT_SECONDS
+
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        if isinstance(exc, TimeoutError) and not reason:
+            reason = f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"
+        raise DatabaseUnavailableError(
+            f"cannot reach the database at {database_address(database_url)}: "
+            f"{reason or type(exc).__name__}"
+        ) from exc

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -146,12 +147,15 @@ class AgentSessionClient:
         *,
         turn_id: str | None = None,
         role: str = "user",
+        on_retry: Callable[[str, float], None] | None = None,
         **session_options: Any,
     ) -> TurnResult:
         """Run one turn (opening or reopening the session), returning the model's reply.
 
         Pass the same ``turn_id`` to retry a turn safely: it commits once and returns the
-        same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...)."""
+        same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...).
+        ``on_retry(reason, seconds_left)`` is told each time a transient refusal (Temporal
+        restarting, the session moving to a new run) is about to be retried."""
         turn_id = turn_id or uuid.uuid4().hex
         validate_key(turn_id)
         # SendMessageInput refuses what the workflow would refuse, size included, before
@@ -206,6 +210,8 @@ class AgentSessionClient:
                     _describe_refusal(err),
                     delay,
                 )
+                if on_retry is not None:
+                    on_retry(_refusal_reason(err), deadline - loop.time())
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
@@ -302,17 +308,42 @@ def _describe_refusal(err: Exception) -> str:
     return text
 
 
+def _refusal_reason(err: Exception) -> str:
+    """What a retried send is waiting out, in a few words for a person."""
+    if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
+        return "no answer yet"
+    if isinstance(err, RPCError):
+        if _transport_failure(err) or err.status == RPCStatusCode.UNAVAILABLE:
+            return "Temporal is unreachable"
+        if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+            return "the session is busy"
+        return "the session is moving to a new run"
+    return "the session is moving to a new run"
+
+
+def _transport_failure(err: RPCError) -> bool:
+    """The connection broke under the call (a server restarting): the server may or may not
+    have the update, and a retry with the same turn id finds out."""
+    return err.status in (
+        RPCStatusCode.UNKNOWN,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.INTERNAL,
+    ) and any(word in err.message.lower() for word in ("transport", "connection", "stream"))
+
+
 def _transient(err: Exception) -> bool:
     if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
         return True
     if isinstance(err, RPCError):
-        # Too many updates in flight (server limit 10), or the run is just continuing as new.
+        # Too many updates in flight (server limit 10), the run just continuing as new, or
+        # Temporal restarting (refused, or the connection broken under the call).
         return err.status in (
             RPCStatusCode.RESOURCE_EXHAUSTED,
             RPCStatusCode.NOT_FOUND,
             RPCStatusCode.UNAVAILABLE,
             RPCStatusCode.ABORTED,
-        )
+        ) or _transport_failure(err)
     cause = getattr(err, "cause", None)
     return isinstance(cause, ApplicationError) and cause.type in _RETRYABLE_CODES
 

@@ -3,12 +3,20 @@
 Used by ``worker.py --dev``, ``statecore dev`` and the test suite. The binary ships inside a
 Python package, so nothing is downloaded at run time (``WorkflowEnvironment.start_local()``
 would fetch the CLI and fails offline). statecore's search attributes are registered at start.
+
+The server never outlives the process that started it: on Linux the kernel kills it when its
+parent dies (``PR_SET_PDEATHSIG``), however the parent ended. A server given a ``pid_file``
+records itself there; a later start that finds the port held by the server that file names
+(left over where the kernel guard does not exist, or from an older statecore) stops it and
+says so, and a port held by anything else is refused with the port and what to do.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
 import shutil
 import signal
@@ -21,6 +29,21 @@ from pathlib import Path
 
 from statecore.contract.session import SEARCH_ATTRIBUTES
 from statecore.core.errors import StatecoreError
+
+log = logging.getLogger("statecore.devserver")
+
+#: Run in the child before it becomes the dev server (the ``exec`` keeps the setting): the
+#: kernel SIGKILLs it when the process that started it dies, even by SIGKILL. If that parent
+#: is already gone by now, the child exits instead of starting an orphan.
+_ORPHAN_GUARD = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(70)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+#: How long a leftover server gets to stop on SIGTERM before it is killed.
+LEFTOVER_STOP_SECONDS = 20.0
 
 
 def find_temporal_binary() -> str:
@@ -64,6 +87,8 @@ class DevServer:
     process: subprocess.Popen[bytes] | None = None
     log_path: str | None = None
     extra_args: list[str] = field(default_factory=list)
+    #: Where this server records its PID and ports, so a later start can recognise it.
+    pid_file: str | None = None
 
     @property
     def address(self) -> str:
@@ -98,19 +123,48 @@ class DevServer:
     def spawn(self) -> None:
         """Start the process (returns at once; see ``wait_ready``)."""
         # A server already on the port would answer wait_ready and be mistaken for ours.
-        for port in (self.port, self.ui_port):
-            if port and not port_is_free(port):
-                raise StatecoreError(
-                    f"port {port} is already in use on 127.0.0.1; stop what runs there or "
-                    "choose another port (--port / --ui-port)"
-                )
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self._clear_ports()
+        log_file = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        command = self.command()
+        if sys.platform.startswith("linux"):
+            command = [sys.executable, "-I", "-S", "-c", _ORPHAN_GUARD, str(os.getpid()), *command]
         self.process = subprocess.Popen(
-            self.command(),
-            stdout=log,
+            command,
+            stdout=log_file,
             stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
             start_new_session=True,  # our Ctrl-C is not its Ctrl-C: we stop it in order
         )
+        if self.pid_file:
+            record = {"pid": self.process.pid, "port": self.port, "ui_port": self.ui_port}
+            Path(self.pid_file).write_text(json.dumps(record) + "\n")
+
+    def _clear_ports(self) -> None:
+        """Stop statecore's own leftover server on our ports; refuse a port held by others."""
+        busy = [p for p in (self.port, self.ui_port) if p and not port_is_free(p)]
+        if not busy:
+            return
+        leftover = leftover_server(self.pid_file, busy)
+        if leftover is None:
+            where = f" (no live dev server is recorded in {self.pid_file})" if self.pid_file else ""
+            raise StatecoreError(
+                f"port {busy[0]} is already in use on 127.0.0.1 by another program{where}; "
+                f"stop what runs there (`ss -ltnp 'sport = :{busy[0]}'` names it) or choose "
+                "other ports (--port / --ui-port)"
+            )
+        log.warning(
+            "port %d is held by statecore's own dev server left over from an earlier run "
+            "(PID %d, recorded in %s); stopping it and starting a new one",
+            busy[0],
+            leftover,
+            self.pid_file,
+        )
+        stop_process_group(leftover, within=LEFTOVER_STOP_SECONDS)
+        still = [p for p in busy if not port_is_free(p)]
+        if still:
+            raise StatecoreError(
+                f"port {still[0]} is still in use after stopping the leftover dev server "
+                f"(PID {leftover}); stop what runs there or choose other ports"
+            )
 
     async def start(self, *, ready_within: float = 60.0) -> DevServer:
         self.spawn()
@@ -149,6 +203,60 @@ class DevServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
+        if self.pid_file:
+            with contextlib.suppress(FileNotFoundError):
+                Path(self.pid_file).unlink()
+
+
+def leftover_server(pid_file: str | None, ports: Sequence[int]) -> int | None:
+    """The PID of a live dev server recorded in ``pid_file`` on one of ``ports``, or None.
+
+    The record alone is not trusted (PIDs are reused): the process must still run
+    ``temporal server start-dev`` with that port."""
+    if not pid_file:
+        return None
+    try:
+        record = json.loads(Path(pid_file).read_text())
+        pid = int(record["pid"])
+        recorded = {int(record["port"]), int(record.get("ui_port") or 0)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not recorded & set(ports):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None  # gone, or no /proc to check it against
+    if b"start-dev" not in cmdline or str(record["port"]).encode() not in cmdline:
+        return None
+    return pid
+
+
+def stop_process_group(pid: int, *, within: float) -> None:
+    """SIGTERM the process group ``pid`` leads, SIGKILL it if still there after ``within``."""
+    import time
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie not yet reaped counts as gone (Linux: /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def start_dev_server(
@@ -159,6 +267,7 @@ async def start_dev_server(
     dynamic_config: Mapping[str, str] | None = None,
     extra_args: Sequence[str] = (),
     log_path: str | None = None,
+    pid_file: str | None = None,
     ready_within: float = 60.0,
 ) -> DevServer:
     """Start a dev server and wait until it answers. ``ui_port=None`` runs it headless."""
@@ -171,5 +280,6 @@ async def start_dev_server(
         db_filename=db_filename,
         log_path=log_path,
         extra_args=args,
+        pid_file=pid_file,
     )
     return await server.start(ready_within=ready_within)

@@ -16,15 +16,16 @@ worker starts and closes it when the worker stops.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.converter import PayloadCodec
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkflowRunner
+from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from statecore.activities.control import ControlActivities
@@ -35,7 +36,7 @@ from statecore.agent_session.single_input import SingleInputInterceptor
 from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core.tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
-from statecore.store import open_store
+from statecore.store import check_database_url, open_store
 from statecore.store.base import StateStore
 from statecore.temporal.converter import adjust_data_converter
 
@@ -113,6 +114,9 @@ class StatecorePlugin(SimplePlugin):
             raise ValueError("pass exactly one of database_url= or store=")
         if database_url is not None and not isinstance(database_url, str):
             raise ValueError("database_url must be a string URL")
+        if database_url is not None:
+            # A missing driver fails here, at once, naming the extra to install.
+            check_database_url(database_url)
         if models is not None and "default" not in models:
             raise ValueError("models must include a 'default' entry")
         if codec is not None and not isinstance(codec, PayloadCodec):
@@ -121,6 +125,8 @@ class StatecorePlugin(SimplePlugin):
         self.resources = WorkerResources(
             models=dict(models) if models else {"default": OfflineModel()}, counter=counter
         )
+        #: Set while a worker running with this plugin has its store open (it polls then).
+        self.store_ready = asyncio.Event()
         self._database_url = database_url
         self._given_store = store
         self._migrate = migrate
@@ -154,13 +160,29 @@ class StatecorePlugin(SimplePlugin):
             run_context=self._run_context,
         )
 
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Run the worker inside ``_run_context``; a failure to open the store ends it.
+
+        temporalio marks a worker shut down only once its own run has begun; when a plugin's
+        context fails before that (an unreachable database), ``async with Worker(...)``
+        would wait forever for that mark and ignore every signal. temporalio marks it itself
+        when its own start-up check fails; this does the same for ours."""
+        try:
+            await super().run_worker(worker, next)
+        except BaseException:
+            if not getattr(worker, "_started", True):
+                worker._shutdown_complete_event.set()
+            raise
+
     @asynccontextmanager
     async def _run_context(self) -> AsyncIterator[None]:
         if self._given_store is not None:
             self.resources.attach(self._given_store)
+            self.store_ready.set()
             try:
                 yield
             finally:
+                self.store_ready.clear()
                 self.resources.attach(None)
             return
         assert self._database_url is not None
@@ -171,8 +193,10 @@ class StatecorePlugin(SimplePlugin):
             migrate=self._migrate,
         )
         self.resources.attach(store)
+        self.store_ready.set()
         try:
             yield
         finally:
+            self.store_ready.clear()
             self.resources.attach(None)
             await store.close()

@@ -376,6 +376,31 @@ def add_worker_options(parser: argparse.ArgumentParser, *, dev_flag: bool = True
     )
 
 
+#: Host names a ``--dev`` server can listen on: an address naming one of them is its own.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def dev_port(args: argparse.Namespace, env: Environment, default: int) -> tuple[int, str | None]:
+    """The port ``--dev`` starts its server on, and a note when an address was ignored.
+
+    ``--port`` wins; else a local ``--address`` or ``TEMPORAL_ADDRESS`` names it, so the server
+    and every command reading that variable meet on one port. A remote address cannot be
+    served by an embedded server: it is ignored, and the note says so."""
+    if args.port is not None:
+        return args.port, None
+    address = getattr(args, "address", None) or env.text("TEMPORAL_ADDRESS")
+    if not address:
+        return default, None
+    host, _, port = address.rpartition(":")
+    if host.lower() in LOCAL_HOSTS and port.isdigit() and 0 < int(port) < 65536:
+        return int(port), None
+    return default, (
+        f"--dev runs its own Temporal server on 127.0.0.1:{default} and ignores the address "
+        f"{address!r} (from --address or TEMPORAL_ADDRESS: not a local host:port); commands "
+        f"reaching this server need --address 127.0.0.1:{default}"
+    )
+
+
 @dataclass(frozen=True)
 class LogSettings:
     level: str
@@ -407,7 +432,7 @@ def worker_config(args: argparse.Namespace, env: Environment, *, dev: bool) -> W
         migrate=not args.no_migrate,
         encryption_keys=encryption_keys(args, env),
         dev=dev,
-        dev_port=defaults.dev_port if args.port is None else args.port,
+        dev_port=dev_port(args, env, defaults.dev_port)[0] if dev else defaults.dev_port,
         dev_ui_port=defaults.dev_ui_port if args.ui_port is None else args.ui_port,
         data_dir=args.data_dir or defaults.data_dir,
         metrics_port=pick(args.metrics_port, env, "STATECORE_METRICS_PORT", parse_port, None),

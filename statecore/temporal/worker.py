@@ -28,8 +28,10 @@ from statecore.contract.session import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
 from statecore.llm import ChatModel, model_from_config
 from statecore.observability.logs import SessionLogContext
 from statecore.observability.tracing import Tracing, start_tracing, worker_runtime
+from statecore.store import redact_url
 from statecore.temporal.connection import ConnectionConfig
-from statecore.temporal.devserver import DevServer, start_dev_server
+from statecore.temporal.dev_stack import dev_server_for, next_steps, start_ui_codec_server
+from statecore.temporal.devserver import DevServer
 from statecore.temporal.plugin import StatecorePlugin
 from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
 
@@ -142,10 +144,29 @@ async def run_worker(
         config.connection.resolve()  # a bad profile or TLS file fails before the dev server
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
+    polling = asyncio.Event()
+    running = asyncio.ensure_future(_run(config, client, codec, stop, polling))
+    signals = 0
+
+    def on_signal() -> None:
+        # The first signal drains a polling worker; before it polls there is nothing to
+        # drain, so start-up is cut short at once. A second signal cuts shutdown short too.
+        nonlocal signals
+        signals += 1
+        stop.set()
+        if not polling.is_set() or signals > 1:
+            log.info("stopping now (signal %d)", signals)
+            running.cancel()
+
     for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     try:
-        await _run(config, client, codec, stop)
+        await running
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if signals == 0 or (task is not None and task.cancelling()):
+            raise  # our caller cancelled us, not a signal
+        log.info("statecore worker stopped by signal")
     finally:
         # The loop is the caller's: the handlers go once the worker has stopped.
         for sig in STOP_SIGNALS:
@@ -153,28 +174,19 @@ async def run_worker(
 
 
 async def _run(
-    config: WorkerConfig, client: Client | None, codec: PayloadCodec | None, stop: asyncio.Event
+    config: WorkerConfig,
+    client: Client | None,
+    codec: PayloadCodec | None,
+    stop: asyncio.Event,
+    polling: asyncio.Event,
 ) -> None:
     tracing: Tracing | None = None
     server: DevServer | None = None
+    codec_server: Any = None
     connection = config.connection
     _prepare_directories(config)
-    if config.dev:
-        server = await start_dev_server(
-            port=config.dev_port,
-            ui_port=config.dev_ui_port,
-            db_filename=str(Path(config.data_dir) / "temporal.db"),
-            log_path=str(Path(config.data_dir) / "temporal.log"),
-        )
-        # The dev server speaks plaintext on its own address; the namespace is still ours.
-        connection = ConnectionConfig(
-            address=server.address,
-            namespace=connection.resolve()["namespace"],
-            tls=False,
-            environ={},
-        )
-        log.info("Temporal dev server on %s, Web UI on %s", server.address, server.ui_url)
     try:
+        # The plugin first: a database URL whose driver is missing fails before anything starts.
         plugin = StatecorePlugin(
             config.database_url,
             models=build_models(config),
@@ -182,6 +194,20 @@ async def _run(
             migrate=config.migrate,
             codec=codec,
         )
+        if config.dev:
+            if codec is not None and config.dev_ui_port:
+                codec_server = start_ui_codec_server(codec, config.dev_ui_port)
+            server = dev_server_for(config, codec_server.url if codec_server else None)
+            # Assigned before it starts, so a signal during start-up still stops it.
+            await server.start()
+            # The dev server speaks plaintext on its own address; the namespace is still ours.
+            connection = ConnectionConfig(
+                address=server.address,
+                namespace=connection.resolve()["namespace"],
+                tls=False,
+                environ={},
+            )
+            log.info("Temporal dev server on %s, Web UI on %s", server.address, server.ui_url)
         if config.otel:
             tracing = start_tracing(endpoint=config.otel_endpoint)
             log.info("tracing to %s", config.otel_endpoint or "the console")
@@ -210,16 +236,69 @@ async def _run(
         log.info(
             "statecore worker on task queue %r, database %s, model %s",
             config.task_queue,
-            _redact(config.database_url),
+            redact_url(config.database_url),
             config.model,
         )
-        async with worker:
-            await stop.wait()
+        ready_note = next_steps(config, server, codec_server) if server is not None else None
+        await poll_until_stopped(worker, plugin_of(client, plugin), stop, polling, ready_note)
     finally:
         if tracing is not None:
             tracing.shutdown()
         if server is not None:
             server.stop()
+        if codec_server is not None:
+            codec_server.stop()
+
+
+#: How long a stopping worker may take to finish its shutdown once cut short.
+SHUTDOWN_LIMIT_SECONDS = 30.0
+
+
+async def poll_until_stopped(
+    worker: Worker,
+    plugin: StatecorePlugin,
+    stop: asyncio.Event,
+    polling: asyncio.Event,
+    ready_note: str | None,
+) -> None:
+    """Run ``worker`` until ``stop`` is set, then shut it down; raise what ends it early.
+
+    ``polling`` is set once the store is open and the worker polls: before that a stop has
+    nothing to drain, and cancelling this coroutine cuts start-up short at once (``async
+    with Worker`` would first wait for the store to open or fail)."""
+    run = asyncio.create_task(worker.run())
+    try:
+        ready = asyncio.create_task(plugin.store_ready.wait())
+        await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if run.done():
+            run.result()  # the store could not be opened: its error
+            return
+        polling.set()
+        if ready_note:
+            log.info("%s", ready_note)
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not run.done():
+            await worker.shutdown()
+        # The plugin closes the store after the shutdown; a fatal worker error is raised here.
+        await run
+    finally:
+        if not run.done():
+            run.cancel()
+            await asyncio.wait({run}, timeout=SHUTDOWN_LIMIT_SECONDS)
+        if run.done() and not run.cancelled():
+            run.exception()  # retrieved: the error that matters was raised above
+
+
+def plugin_of(client: Client, fallback: StatecorePlugin) -> StatecorePlugin:
+    """The StatecorePlugin the client's workers run with (a client given to ``run_worker``
+    may carry its own)."""
+    for plugin in client.config()["plugins"]:
+        if isinstance(plugin, StatecorePlugin):
+            return plugin
+    return fallback
 
 
 def with_plugin(client: Client, plugin: StatecorePlugin, interceptors: list[Any]) -> Client:
@@ -242,13 +321,3 @@ def _prepare_directories(config: WorkerConfig) -> None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     if config.dev:
         Path(config.data_dir).mkdir(parents=True, exist_ok=True)
-
-
-def _redact(url: str) -> str:
-    """A database URL without its password, for logs."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"

@@ -15,19 +15,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from statecore.core.errors import InvalidInputError
+from statecore.core.errors import DriverMissingError, InvalidInputError
 from statecore.store.sql import sqlite_driver
 
 #: Seconds a SQLite transaction waits for the write lock before failing.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 #: Connection execution option marking a transaction that only reads.
 READ_ONLY_OPTION = "statecore_read_only"
+
+#: Seconds a new PostgreSQL or MariaDB connection may take before the database counts as
+#: unreachable (the drivers' own defaults are 60 s or none).
+CONNECT_TIMEOUT_SECONDS = 10.0
+#: The statecore extra that installs each driver.
+_DRIVER_EXTRAS = {"asyncpg": "postgres", "asyncmy": "mysql"}
 
 _DRIVERS = {
     "sqlite": "aiosqlite",
@@ -48,6 +55,23 @@ def dialect_name(url: str | URL) -> str:
     return "mysql" if backend == "mariadb" else backend
 
 
+def require_driver(url: str | URL) -> None:
+    """DriverMissingError naming the extra to install unless ``url``'s driver is importable.
+
+    Checked before anything starts: without it the import fails inside the worker's start-up,
+    where temporalio's worker would wait forever for a shutdown that never comes."""
+    parsed = make_url(url)
+    driver = parsed.get_driver_name()
+    if importlib.util.find_spec(driver) is not None:
+        return
+    extra = _DRIVER_EXTRAS.get(driver)
+    install = f"pip install 'statecore[{extra}]'" if extra else f"pip install {driver}"
+    raise DriverMissingError(
+        f"{parsed.get_backend_name()} URLs need the {driver} driver, which is not installed: "
+        f"{install}"
+    )
+
+
 def is_sqlite_memory(url: str | URL) -> bool:
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
@@ -62,9 +86,15 @@ def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
             f"{parsed.drivername!r} is not an async driver statecore supports; use "
             f"{parsed.get_backend_name()}+{_DRIVERS[parsed.get_backend_name()]}"
         )
+    require_driver(parsed)
     if dialect == "sqlite":
         return _sqlite_engine(parsed, engine_kwargs)
     engine_kwargs.setdefault("pool_pre_ping", True)
+    connect_args = engine_kwargs.setdefault("connect_args", {})
+    # asyncpg calls it `timeout`, asyncmy `connect_timeout`.
+    connect_args.setdefault(
+        "timeout" if dialect == "postgresql" else "connect_timeout", CONNECT_TIMEOUT_SECONDS
+    )
     if dialect == "mysql":
         if "charset" not in parsed.query:
             parsed = parsed.update_query_dict({"charset": "utf8mb4"})

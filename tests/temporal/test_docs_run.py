@@ -1,0 +1,146 @@
+"""Every Python block of the README and docs/ runs as written.
+
+Each block is saved as a file and run by this interpreter in an empty folder, against the
+session's dev server and a fresh database, reached the way the blocks say: through
+``TEMPORAL_ADDRESS`` and ``STATECORE_DATABASE_URL`` (and ``STATECORE_ENCRYPTION_KEYS``). A
+block that names PostgreSQL runs against the local PostgreSQL too. A block that runs a
+worker until stopped (``run_worker``) is sent a turn on its task queue and then SIGTERM.
+
+The only block not run is one marked ``<!-- excerpt: path -->``: a simplified excerpt of a
+module; the methods it shows are checked to exist in that module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from statecore import generate_key
+from statecore.temporal.client import AgentSessionClient
+from statecore.temporal.devserver import DevServer
+from tests.dbs import fresh_database
+from tests.worker_cli import REPO, base_env
+
+pytestmark = [pytest.mark.temporal, pytest.mark.slow]
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BLOCK = re.compile(
+    r"(?:<!-- excerpt: (?P<excerpt>[\w/.]+) -->\n)?```python\n(?P<code>.*?)```", re.S
+)
+RUN_WITHIN = 120.0
+
+
+@dataclass(frozen=True)
+class Block:
+    doc: Path
+    number: int
+    code: str
+    excerpt_of: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc.relative_to(REPO)}#{self.number}"
+
+
+def blocks() -> list[Block]:
+    found = []
+    for doc in DOCS:
+        for number, match in enumerate(BLOCK.finditer(doc.read_text()), start=1):
+            found.append(Block(doc, number, match["code"], match["excerpt"]))
+    return found
+
+
+RUNNABLE = [b for b in blocks() if b.excerpt_of is None]
+EXCERPTS = [b for b in blocks() if b.excerpt_of is not None]
+ON_POSTGRES = [b for b in RUNNABLE if "postgresql+asyncpg" in b.code]
+
+
+def test_the_docs_have_python_blocks_and_excerpts_are_few() -> None:
+    assert len(RUNNABLE) >= 8
+    assert len(EXCERPTS) <= 1, [b.name for b in EXCERPTS]
+
+
+@pytest.mark.parametrize("block", EXCERPTS, ids=lambda b: b.name)
+def test_an_excerpt_shows_what_its_module_does(block: Block) -> None:
+    assert block.excerpt_of is not None
+    module = (REPO / block.excerpt_of).read_text()
+    for method in set(re.findall(r"\bturn\.([a-z_.]+)\(", block.code)):
+        assert f"turn.{method}(" in module, f"{block.name}: turn.{method} not in {block.excerpt_of}"
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.name)
+async def test_a_doc_block_runs_as_written_on_sqlite(
+    block: Block, dev_server: DevServer, tmp_path: Path
+) -> None:
+    await run_block(block, dev_server, tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'docs.db'}")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("block", ON_POSTGRES, ids=lambda b: b.name)
+async def test_a_doc_block_naming_postgresql_runs_on_it(
+    block: Block, dev_server: DevServer, tmp_path: Path
+) -> None:
+    async with fresh_database("postgresql", "docs") as url:
+        await run_block(block, dev_server, tmp_path, url)
+
+
+async def run_block(block: Block, server: DevServer, folder: Path, database_url: str) -> None:
+    # No top-level await: a block is a program, not a REPL fragment.
+    compile(block.code, block.name, "exec")
+    script = folder / "block.py"
+    script.write_text(block.code)
+    queue = f"docs-{uuid.uuid4().hex[:8]}"
+    env = {
+        **base_env(),
+        "PYTHONPATH": str(REPO),  # the repository's examples (workflows/, activities/)
+        "TEMPORAL_ADDRESS": server.address,
+        "STATECORE_DATABASE_URL": database_url,
+        "STATECORE_ENCRYPTION_KEYS": f"docs:{generate_key()}",
+        "STATECORE_TASK_QUEUE": queue,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        cwd=folder,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        if "run_worker(" in block.code:
+            await answers_a_turn(server, queue)
+            proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(proc.communicate(), RUN_WITHIN)
+    finally:
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    text = out.decode(errors="replace")
+    assert proc.returncode == 0, f"{block.name} exited {proc.returncode}:\n{text[-3000:]}"
+    assert "Traceback" not in text, f"{block.name}:\n{text[-3000:]}"
+
+
+async def answers_a_turn(server: DevServer, queue: str) -> None:
+    """A worker run by the block is polling ``queue``: a turn sent there is answered."""
+    client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+    sessions = AgentSessionClient(client, task_queue=queue)
+    result = await asyncio.wait_for(sessions.send("docs", queue, "hello"), 90)
+    assert 'You said: "hello"' in result.reply.content
+
+
+def test_run_worker_blocks_take_their_task_queue_from_the_environment() -> None:
+    """So the test above can find the worker a block starts (and a reader can move it)."""
+    for block in RUNNABLE:
+        if "run_worker(" in block.code:
+            assert 'os.environ.get("STATECORE_TASK_QUEUE"' in block.code, block.name
