@@ -328,3 +328,34 @@ async def thread_exists(conn: AsyncConnection, thread_key: str) -> bool:
     c = graph_checkpoints
     query = select(c.c.checkpoint_id).where(c.c.thread_key == thread_key).limit(1)
     return (await conn.execute(query)).first() is not None
+
+
+async def latest_segment(
+    conn: AsyncConnection, scope: Scope, channel_key: str, prefix: str
+) -> DbRow | None:
+    """The newest blob of a channel whose type starts with ``prefix`` (a list snapshot)."""
+    b = graph_blobs
+    query = (
+        select(b.c.version, b.c.value_type, b.c.value)
+        .where(
+            _scope_filter(b, scope),
+            b.c.channel_key == channel_key,
+            b.c.value_type.startswith(prefix, autoescape=True),
+        )
+        .order_by(b.c.version.desc())
+        .limit(1)
+    )
+    return (await conn.execute(query)).first()
+
+
+async def segments_of(
+    conn: AsyncConnection, scope: Scope, channel_keys: Sequence[str] | None, prefix: str
+) -> list[DbRow]:
+    """Every list-snapshot segment of the given channels (of every channel: None)."""
+    b = graph_blobs
+    query = select(b.c.channel_key, b.c.version, b.c.value_type, b.c.value).where(
+        _scope_filter(b, scope), b.c.value_type.startswith(prefix, autoescape=True)
+    )
+    if channel_keys is not None:
+        query = query.where(b.c.channel_key.in_(list(channel_keys)))
+    return list((await conn.execute(query)).all())

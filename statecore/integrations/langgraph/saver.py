@@ -34,6 +34,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.core.errors import (
@@ -41,7 +42,7 @@ from statecore.core.errors import (
     CorruptCheckpointError,
     InvalidInputError,
 )
-from statecore.integrations.langgraph import rows
+from statecore.integrations.langgraph import rows, segments
 from statecore.integrations.langgraph.keys import (
     name_bytes,
     name_key,
@@ -70,6 +71,8 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 #: Metadata key in which LangGraph names the DeltaChannels of a thread.
 DELTA_COUNTERS = "counters_since_delta_snapshot"
 EMPTY = "empty"
+#: A channel absent from a checkpoint's values (None is a value).
+_ABSENT = object()
 
 
 class StatecoreSaver(BaseCheckpointSaver[str]):
@@ -207,22 +210,24 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
         parent_id = configurable.get("checkpoint_id")
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", None) or {})
-        blobs = []
+        blobs: list[dict[str, Any]] = []
+        list_snapshots: list[tuple[dict[str, Any], segments.ListSnapshot]] = []
         for channel, version in new_versions.items():
-            if channel in values:
-                kind, data = self._dump(values[channel], f"channel {channel!r}")
-            else:
-                kind, data = EMPTY, b""
-            blobs.append(
-                {
-                    "thread_key": scope.thread_key,
-                    "ns_key": scope.ns_key,
-                    "channel_key": name_key(channel, "channel name"),
-                    "version": ordered_id(version, f"version of channel {channel!r}"),
-                    "value_type": kind,
-                    "value": data,
-                }
-            )
+            value = values.get(channel, _ABSENT)
+            record = {
+                "thread_key": scope.thread_key,
+                "ns_key": scope.ns_key,
+                "channel_key": name_key(channel, "channel name"),
+                "version": ordered_id(version, f"version of channel {channel!r}"),
+                "value_type": EMPTY,
+                "value": b"",
+            }
+            if isinstance(value, _DeltaSnapshot) and isinstance(value.value, list):
+                # Stored as a segment once the previous snapshot is known (in the transaction).
+                list_snapshots.append((record, segments.plan(self.serde, value.value)))
+            elif value is not _ABSENT:
+                record["value_type"], record["value"] = self._dump(value, f"channel {channel!r}")
+            blobs.append(record)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         run_id = meta.get("run_id")
         checkpoint_kind, checkpoint_data = self._dump(body, "the checkpoint")
@@ -244,6 +249,8 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
         }
 
         async def work(conn: AsyncConnection) -> None:
+            for record, snapshot in list_snapshots:
+                await self._segment(conn, scope, record, snapshot)
             await rows.put_checkpoint(conn, self.dialect, row, blobs)
 
         await self._run(work)
@@ -254,6 +261,65 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint_id,
             }
         }
+
+    async def _segment(
+        self,
+        conn: AsyncConnection,
+        scope: rows.Scope,
+        record: dict[str, Any],
+        snapshot: segments.ListSnapshot,
+    ) -> None:
+        """Fill ``record`` with the segment of ``snapshot`` after the channel's newest one."""
+        previous = await rows.latest_segment(
+            conn, scope, record["channel_key"], segments.SEGMENT_PREFIX
+        )
+        header = None
+        if previous is not None:
+            header = self._load(
+                previous.value_type[len(segments.SEGMENT_PREFIX) :],
+                previous.value,
+                "list snapshot segment",
+            )
+        value = segments.segment_value(
+            snapshot, header, previous.version if previous is not None else None
+        )
+        kind, data = self._dump(value, "a list snapshot segment")
+        record["value_type"], record["value"] = segments.SEGMENT_PREFIX + kind, data
+
+    async def _values(
+        self,
+        conn: AsyncConnection,
+        scope: rows.Scope,
+        stored: Mapping[tuple[str, str], tuple[str, bytes]],
+    ) -> dict[tuple[str, str], Any]:
+        """The values of stored blobs by (channel_key, version); empty ones are left out and
+        list-snapshot segments are joined into their whole list."""
+        values: dict[tuple[str, str], Any] = {}
+        segmented = {
+            key for key, (kind, _) in stored.items() if kind.startswith(segments.SEGMENT_PREFIX)
+        }
+        for key, (kind, data) in stored.items():
+            if kind != EMPTY and key not in segmented:
+                values[key] = self._load(kind, data, "channel value")
+        if segmented:
+            by_channel: dict[str, dict[str, Any]] = {}
+            found = await rows.segments_of(
+                conn, scope, sorted({ch for ch, _ in segmented}), segments.SEGMENT_PREFIX
+            )
+            for r in found:
+                by_channel.setdefault(r.channel_key, {})[r.version] = self._load(
+                    r.value_type[len(segments.SEGMENT_PREFIX) :], r.value, "list snapshot segment"
+                )
+            for channel_key, version in segmented:
+                items = segments.join(version, by_channel.get(channel_key, {}))
+                if items is None:
+                    raise CorruptCheckpointError(
+                        "a list snapshot's earlier segment is missing; the thread's blobs "
+                        "were deleted in part. Restore them from a backup or delete the thread",
+                        version=version,
+                    )
+                values[(channel_key, version)] = _DeltaSnapshot(items)
+        return values
 
     async def aput_writes(
         self,
@@ -397,7 +463,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             body = self._load(head.checkpoint_type, head.checkpoint, "checkpoint")
             bodies.append((head, body))
             by_scope.setdefault(rows.Scope(head.thread_key, head.ns_key), []).append((head, body))
-        blobs: dict[tuple[rows.Scope, str, str], tuple[str, bytes]] = {}
+        blobs: dict[tuple[rows.Scope, str, str], Any] = {}
         writes: dict[tuple[rows.Scope, str], list[tuple[Any, ...]]] = {}
         for scope, members in by_scope.items():
             wanted = [
@@ -406,8 +472,9 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 for ch, version in body.get("channel_versions", {}).items()
             ]
             if wanted:
-                for (ch_key, version), blob in (await rows.blobs_of(conn, scope, wanted)).items():
-                    blobs[(scope, ch_key, version)] = blob
+                stored = await rows.blobs_of(conn, scope, wanted)
+                for (ch_key, version), value in (await self._values(conn, scope, stored)).items():
+                    blobs[(scope, ch_key, version)] = value
             if writes_by_id is None:
                 ids = [head.checkpoint_id for head, _ in members]
                 for r in await rows.writes_of(conn, scope, ids):
@@ -424,9 +491,9 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             scope = rows.Scope(head.thread_key, head.ns_key)
             values: dict[str, Any] = {}
             for ch, version in body.get("channel_versions", {}).items():
-                stored = blobs.get((scope, name_key(ch, "channel name"), str(version)))
-                if stored is not None and stored[0] != EMPTY:
-                    values[ch] = self._load(stored[0], stored[1], f"value of channel {ch!r}")
+                key = (scope, name_key(ch, "channel name"), str(version))
+                if key in blobs:
+                    values[ch] = blobs[key]
             thread_id = head.thread_id.decode("utf-8")
             checkpoint_ns = head.checkpoint_ns.decode("utf-8")
             result.append(
@@ -536,7 +603,13 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 by_checkpoint.setdefault(w.checkpoint_id, []).append(
                     (w.task_id, w.task_path, w.idx, w.channel, w.value_type, w.value)
                 )
-        seeds = await rows.blobs_of(conn, scope, list(seed_at.values())) if seed_at else {}
+        seeds = (
+            await self._values(
+                conn, scope, await rows.blobs_of(conn, scope, list(seed_at.values()))
+            )
+            if seed_at
+            else {}
+        )
         result: dict[str, DeltaChannelHistory] = {}
         pending_by_checkpoint = {
             cid: self._pending(stored_writes) for cid, stored_writes in by_checkpoint.items()
@@ -548,8 +621,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 collected.extend(w for w in pending if w[1] == ch)
             entry: DeltaChannelHistory = {"writes": collected}
             if ch in seed_at:
-                kind, data = seeds[seed_at[ch]]
-                entry["seed"] = self._load(kind, data, f"value of channel {ch!r}")
+                entry["seed"] = seeds[seed_at[ch]]
             result[ch] = entry
         return result
 
@@ -673,6 +745,18 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             body = self._load(r.checkpoint_type, r.checkpoint, "checkpoint")
             for ch, version in body.get("channel_versions", {}).items():
                 referenced.add((name_key(ch, "channel name"), str(version)))
+        # A kept list snapshot needs every earlier segment it is joined from.
+        bases = {}
+        for r in await rows.segments_of(conn, scope, None, segments.SEGMENT_PREFIX):
+            segment = self._load(
+                r.value_type[len(segments.SEGMENT_PREFIX) :], r.value, "list snapshot segment"
+            )
+            bases[(r.channel_key, r.version)] = segment["base"]
+        for channel_key, version in list(referenced):
+            base = bases.get((channel_key, version))
+            while base is not None and (channel_key, base) not in referenced:
+                referenced.add((channel_key, base))
+                base = bases.get((channel_key, base))
         garbage = [k for k in await rows.blob_keys(conn, scope) if k not in referenced]
         if garbage:
             await rows.delete_blobs(conn, scope, garbage)
