@@ -28,21 +28,19 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
-    writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.core.errors import (
-    CheckpointTooLargeError,
-    CorruptCheckpointError,
     InvalidInputError,
 )
 from statecore.integrations.langgraph import rows, segments
+from statecore.integrations.langgraph.codec import EMPTY, ValueCodec
+from statecore.integrations.langgraph.history import delta_history
 from statecore.integrations.langgraph.keys import (
     name_bytes,
     name_key,
@@ -53,6 +51,7 @@ from statecore.integrations.langgraph.loop_bridge import (
     DEFAULT_SYNC_TIMEOUT_SECONDS,
     call_on_loop,
 )
+from statecore.integrations.langgraph.maintenance import collect_blobs, keep_latest
 from statecore.store.retry import DEFAULT_ATTEMPTS, retry_pause
 from statecore.store.sql.engine import READ_ONLY_OPTION, dialect_name
 from statecore.store.sql.transient import is_transient_conflict
@@ -65,12 +64,9 @@ T = TypeVar("T")
 #: The largest serialised value (a checkpoint, a channel value, a write): MariaDB's
 #: MEDIUMBLOB holds 16 MiB - 1 byte, and every dialect gets the same limit.
 MAX_VALUE_BYTES = 16 * 1024 * 1024 - 1
-#: Checkpoints read per query when listing with a metadata filter or walking a parent chain.
+#: Checkpoints read per query when listing one namespace.
 PAGE_SIZE = 100
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-#: Metadata key in which LangGraph names the DeltaChannels of a thread.
-DELTA_COUNTERS = "counters_since_delta_snapshot"
-EMPTY = "empty"
 #: A channel absent from a checkpoint's values (None is a value).
 _ABSENT = object()
 
@@ -138,6 +134,11 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
     def setup(self) -> None:
         self._sync(self.asetup, "setup")
 
+    @property
+    def codec(self) -> ValueCodec:
+        # Built on use: with_allowlist() clones the saver with another serde.
+        return ValueCodec(self.serde, self.max_value_bytes)
+
     # --- transactions -----------------------------------------------------------------------
 
     async def _run(
@@ -163,34 +164,6 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             return await make()
 
         return call_on_loop(self.loop, run, timeout=self.sync_timeout, what=what)
-
-    # --- serialisation ----------------------------------------------------------------------
-
-    def _dump(self, value: Any, what: str) -> tuple[str, bytes]:
-        kind, data = self.serde.dumps_typed(value)
-        if len(data) > self.max_value_bytes:
-            raise CheckpointTooLargeError(
-                f"{what} serialises to {len(data)} bytes, over this saver's limit of "
-                f"{self.max_value_bytes}; keep large data outside the graph state and store "
-                "a reference to it. Nothing was written",
-                size=len(data),
-                limit=self.max_value_bytes,
-            )
-        return kind, data
-
-    def _load(self, kind: str, data: bytes, what: str) -> Any:
-        try:
-            return self.serde.loads_typed((kind, data))
-        except Exception as exc:
-            # Any failure of the serializer on stored bytes means the row is damaged (or was
-            # written with another serde); the caller must learn which row, not a msgpack
-            # internals message.
-            raise CorruptCheckpointError(
-                f"stored {what} cannot be read back ({type(exc).__name__}: {exc}); the row "
-                "is damaged or was written with another serializer. Restore it from a "
-                "backup or delete the thread",
-                what=what,
-            ) from exc
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -226,12 +199,14 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 # Stored as a segment once the previous snapshot is known (in the transaction).
                 list_snapshots.append((record, segments.plan(self.serde, value.value)))
             elif value is not _ABSENT:
-                record["value_type"], record["value"] = self._dump(value, f"channel {channel!r}")
+                record["value_type"], record["value"] = self.codec.dump(
+                    value, f"channel {channel!r}"
+                )
             blobs.append(record)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         run_id = meta.get("run_id")
-        checkpoint_kind, checkpoint_data = self._dump(body, "the checkpoint")
-        meta_kind, meta_data = self._dump(meta, "the checkpoint metadata")
+        checkpoint_kind, checkpoint_data = self.codec.dump(body, "the checkpoint")
+        meta_kind, meta_data = self.codec.dump(meta, "the checkpoint metadata")
         row = {
             "thread_key": scope.thread_key,
             "ns_key": scope.ns_key,
@@ -250,7 +225,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
 
         async def work(conn: AsyncConnection) -> None:
             for record, snapshot in list_snapshots:
-                await self._segment(conn, scope, record, snapshot)
+                await self.codec.fill_segment(conn, scope, record, snapshot)
             await rows.put_checkpoint(conn, self.dialect, row, blobs)
 
         await self._run(work)
@@ -261,65 +236,6 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint_id,
             }
         }
-
-    async def _segment(
-        self,
-        conn: AsyncConnection,
-        scope: rows.Scope,
-        record: dict[str, Any],
-        snapshot: segments.ListSnapshot,
-    ) -> None:
-        """Fill ``record`` with the segment of ``snapshot`` after the channel's newest one."""
-        previous = await rows.latest_segment(
-            conn, scope, record["channel_key"], segments.SEGMENT_PREFIX
-        )
-        header = None
-        if previous is not None:
-            header = self._load(
-                previous.value_type[len(segments.SEGMENT_PREFIX) :],
-                previous.value,
-                "list snapshot segment",
-            )
-        value = segments.segment_value(
-            snapshot, header, previous.version if previous is not None else None
-        )
-        kind, data = self._dump(value, "a list snapshot segment")
-        record["value_type"], record["value"] = segments.SEGMENT_PREFIX + kind, data
-
-    async def _values(
-        self,
-        conn: AsyncConnection,
-        scope: rows.Scope,
-        stored: Mapping[tuple[str, str], tuple[str, bytes]],
-    ) -> dict[tuple[str, str], Any]:
-        """The values of stored blobs by (channel_key, version); empty ones are left out and
-        list-snapshot segments are joined into their whole list."""
-        values: dict[tuple[str, str], Any] = {}
-        segmented = {
-            key for key, (kind, _) in stored.items() if kind.startswith(segments.SEGMENT_PREFIX)
-        }
-        for key, (kind, data) in stored.items():
-            if kind != EMPTY and key not in segmented:
-                values[key] = self._load(kind, data, "channel value")
-        if segmented:
-            by_channel: dict[str, dict[str, Any]] = {}
-            found = await rows.segments_of(
-                conn, scope, sorted({ch for ch, _ in segmented}), segments.SEGMENT_PREFIX
-            )
-            for r in found:
-                by_channel.setdefault(r.channel_key, {})[r.version] = self._load(
-                    r.value_type[len(segments.SEGMENT_PREFIX) :], r.value, "list snapshot segment"
-                )
-            for channel_key, version in segmented:
-                items = segments.join(version, by_channel.get(channel_key, {}))
-                if items is None:
-                    raise CorruptCheckpointError(
-                        "a list snapshot's earlier segment is missing; the thread's blobs "
-                        "were deleted in part. Restore them from a backup or delete the thread",
-                        version=version,
-                    )
-                values[(channel_key, version)] = _DeltaSnapshot(items)
-        return values
 
     async def aput_writes(
         self,
@@ -338,7 +254,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
         last_wins: list[dict[str, Any]] = []
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
-            kind, data = self._dump(value, f"write to channel {channel!r}")
+            kind, data = self.codec.dump(value, f"write to channel {channel!r}")
             record = {
                 "thread_key": scope.thread_key,
                 "ns_key": scope.ns_key,
@@ -446,7 +362,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
     def _matches(self, row: rows.DbRow, filter: dict[str, Any] | None) -> bool:
         if not filter:
             return True
-        meta = self._load(row.meta_type, row.meta, "checkpoint metadata")
+        meta = self.codec.load(row.meta_type, row.meta, "checkpoint metadata")
         return all(meta.get(key) == value for key, value in filter.items())
 
     async def _tuples(
@@ -460,7 +376,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
         bodies: list[tuple[rows.DbRow, dict[str, Any]]] = []
         by_scope: dict[rows.Scope, list[tuple[rows.DbRow, dict[str, Any]]]] = {}
         for head in heads:
-            body = self._load(head.checkpoint_type, head.checkpoint, "checkpoint")
+            body = self.codec.load(head.checkpoint_type, head.checkpoint, "checkpoint")
             bodies.append((head, body))
             by_scope.setdefault(rows.Scope(head.thread_key, head.ns_key), []).append((head, body))
         blobs: dict[tuple[rows.Scope, str, str], Any] = {}
@@ -473,7 +389,9 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             ]
             if wanted:
                 stored = await rows.blobs_of(conn, scope, wanted)
-                for (ch_key, version), value in (await self._values(conn, scope, stored)).items():
+                for (ch_key, version), value in (
+                    await self.codec.values(conn, scope, stored)
+                ).items():
                     blobs[(scope, ch_key, version)] = value
             if writes_by_id is None:
                 ids = [head.checkpoint_id for head, _ in members]
@@ -502,29 +420,17 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                     checkpoint=cast(Checkpoint, {**body, "channel_values": values}),
                     metadata=cast(
                         CheckpointMetadata,
-                        self._load(head.meta_type, head.meta, "checkpoint metadata"),
+                        self.codec.load(head.meta_type, head.meta, "checkpoint metadata"),
                     ),
                     parent_config=(
                         _config(thread_id, checkpoint_ns, head.parent_checkpoint_id)
                         if head.parent_checkpoint_id
                         else None
                     ),
-                    pending_writes=self._pending(writes.get((scope, head.checkpoint_id), [])),
+                    pending_writes=self.codec.pending(writes.get((scope, head.checkpoint_id), [])),
                 )
             )
         return result
-
-    def _pending(self, stored: list[tuple[Any, ...]]) -> list[PendingWrite]:
-        """Writes as (task_id, channel, value), in ``writes_sort_key`` order."""
-        decoded = [
-            (task_id.decode("utf-8"), path.decode("utf-8"), idx, channel.decode("utf-8"), k, v)
-            for task_id, path, idx, channel, k, v in stored
-        ]
-        decoded.sort(key=lambda w: writes_sort_key(w[1], w[0], w[2]))
-        return [
-            (task_id, channel, self._load(kind, data, f"write to channel {channel!r}"))
-            for task_id, _, _, channel, kind, data in decoded
-        ]
 
     # --- DeltaChannel history ---------------------------------------------------------------
 
@@ -543,87 +449,9 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
         target = get_checkpoint_id(config)
 
         async def work(conn: AsyncConnection) -> Mapping[str, DeltaChannelHistory]:
-            return await self._delta_history(conn, scope, target, list(channels))
+            return await delta_history(conn, self.codec, scope, target, list(channels))
 
         return await self._run(work, read_only=True)
-
-    async def _delta_history(
-        self,
-        conn: AsyncConnection,
-        scope: rows.Scope,
-        target: str | None,
-        channels: list[str],
-    ) -> Mapping[str, DeltaChannelHistory]:
-        channel_keys = {ch: name_key(ch, "channel name") for ch in channels}
-        page = await rows.checkpoint_rows(conn, scope, at_or_below=target, page=PAGE_SIZE)
-        known = {r.checkpoint_id: r for r in page}
-        head = page[0] if page and (target is None or page[0].checkpoint_id == target) else None
-        remaining = set(channels)
-        chain_by_ch: dict[str, list[str]] = {ch: [] for ch in channels}
-        seed_at: dict[str, tuple[str, str]] = {}
-        cursor = head.parent_checkpoint_id if head is not None else None
-        while cursor is not None and remaining:
-            # The page of ancestors from the cursor down, fetched when the walk leaves it.
-            if cursor not in known:
-                more = await rows.checkpoint_rows(conn, scope, at_or_below=cursor, page=PAGE_SIZE)
-                known.update({r.checkpoint_id: r for r in more})
-                if cursor not in known:
-                    break
-            walk: list[tuple[str, dict[str, str]]] = []
-            while cursor is not None and cursor in known:
-                r = known[cursor]
-                body = self._load(r.checkpoint_type, r.checkpoint, "checkpoint")
-                versions = {
-                    ch: str(v)
-                    for ch, v in body.get("channel_versions", {}).items()
-                    if ch in remaining
-                }
-                walk.append((cursor, versions))
-                cursor = r.parent_checkpoint_id
-            stored = await rows.blobs_of(
-                conn,
-                scope,
-                [(channel_keys[ch], v) for _, vs in walk for ch, v in vs.items()],
-                with_values=False,
-            )
-            for checkpoint_id, versions in walk:
-                if not remaining:
-                    break
-                for ch in list(remaining):
-                    chain_by_ch[ch].append(checkpoint_id)
-                    version = versions.get(ch)
-                    found = stored.get((channel_keys[ch], version)) if version else None
-                    if found is not None and found[0] != EMPTY:
-                        seed_at[ch] = (channel_keys[ch], cast(str, version))
-                        remaining.discard(ch)
-        walked = list(dict.fromkeys(i for ids in chain_by_ch.values() for i in ids))
-        by_checkpoint: dict[str, list[tuple[Any, ...]]] = {}
-        for w in await rows.writes_of(conn, scope, walked) if walked else []:
-            if w.channel.decode("utf-8") in chain_by_ch:
-                by_checkpoint.setdefault(w.checkpoint_id, []).append(
-                    (w.task_id, w.task_path, w.idx, w.channel, w.value_type, w.value)
-                )
-        seeds = (
-            await self._values(
-                conn, scope, await rows.blobs_of(conn, scope, list(seed_at.values()))
-            )
-            if seed_at
-            else {}
-        )
-        result: dict[str, DeltaChannelHistory] = {}
-        pending_by_checkpoint = {
-            cid: self._pending(stored_writes) for cid, stored_writes in by_checkpoint.items()
-        }
-        for ch in channels:
-            collected: list[PendingWrite] = []
-            for checkpoint_id in reversed(chain_by_ch[ch]):
-                pending = pending_by_checkpoint.get(checkpoint_id, [])
-                collected.extend(w for w in pending if w[1] == ch)
-            entry: DeltaChannelHistory = {"writes": collected}
-            if ch in seed_at:
-                entry["seed"] = seeds[seed_at[ch]]
-            result[ch] = entry
-        return result
 
     # --- deleting and copying ---------------------------------------------------------------
 
@@ -652,7 +480,7 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
             for scope, ids in doomed.items():
                 await rows.delete_checkpoints(conn, scope, ids)
                 await rows.orphan_children(conn, scope, ids)
-                await self._collect_blobs(conn, scope)
+                await collect_blobs(conn, self.codec, scope)
 
         await self._run(work)
 
@@ -695,71 +523,9 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
                 await rows.delete_threads(conn, keys)
                 return
             for scope in await rows.scopes_of_threads(conn, keys):
-                await self._keep_latest(conn, scope)
+                await keep_latest(conn, self.codec, scope)
 
         await self._run(work)
-
-    async def _keep_latest(self, conn: AsyncConnection, scope: rows.Scope) -> None:
-        every = await rows.checkpoint_rows(conn, scope, at_or_below=None, page=2**62)
-        if not every:
-            return
-        by_id = {r.checkpoint_id: r for r in every}
-        head = every[0]
-        kept = {head.checkpoint_id}
-        meta = self._load(head.meta_type, head.meta, "checkpoint metadata")
-        delta = set((meta.get(DELTA_COUNTERS) or {}).keys())
-        if delta:
-            bodies = {
-                r.checkpoint_id: self._load(r.checkpoint_type, r.checkpoint, "checkpoint")
-                for r in every
-            }
-            wanted = [
-                (name_key(ch, "channel name"), str(v))
-                for body in bodies.values()
-                for ch, v in body.get("channel_versions", {}).items()
-                if ch in delta
-            ]
-            stored = await rows.blobs_of(conn, scope, wanted, with_values=False)
-
-            def seeded(checkpoint_id: str, ch: str) -> bool:
-                version = bodies[checkpoint_id].get("channel_versions", {}).get(ch)
-                blob = stored.get((name_key(ch, "channel name"), str(version)))
-                return version is not None and blob is not None and blob[0] != EMPTY
-
-            remaining = {ch for ch in delta if not seeded(head.checkpoint_id, ch)}
-            cursor = head.parent_checkpoint_id
-            while cursor is not None and cursor in by_id and remaining:
-                kept.add(cursor)
-                remaining = {ch for ch in remaining if not seeded(cursor, ch)}
-                cursor = by_id[cursor].parent_checkpoint_id
-        removed = [r.checkpoint_id for r in every if r.checkpoint_id not in kept]
-        if removed:
-            await rows.delete_checkpoints(conn, scope, removed)
-            await rows.orphan_children(conn, scope, removed)
-            await self._collect_blobs(conn, scope)
-
-    async def _collect_blobs(self, conn: AsyncConnection, scope: rows.Scope) -> None:
-        """Delete the blobs of a namespace that no checkpoint of it names any more."""
-        referenced: set[tuple[str, str]] = set()
-        for r in await rows.checkpoint_rows(conn, scope, at_or_below=None, page=2**62):
-            body = self._load(r.checkpoint_type, r.checkpoint, "checkpoint")
-            for ch, version in body.get("channel_versions", {}).items():
-                referenced.add((name_key(ch, "channel name"), str(version)))
-        # A kept list snapshot needs every earlier segment it is joined from.
-        bases = {}
-        for r in await rows.segments_of(conn, scope, None, segments.SEGMENT_PREFIX):
-            segment = self._load(
-                r.value_type[len(segments.SEGMENT_PREFIX) :], r.value, "list snapshot segment"
-            )
-            bases[(r.channel_key, r.version)] = segment["base"]
-        for channel_key, version in list(referenced):
-            base = bases.get((channel_key, version))
-            while base is not None and (channel_key, base) not in referenced:
-                referenced.add((channel_key, base))
-                base = bases.get((channel_key, base))
-        garbage = [k for k in await rows.blob_keys(conn, scope) if k not in referenced]
-        if garbage:
-            await rows.delete_blobs(conn, scope, garbage)
 
     # --- the synchronous interface ----------------------------------------------------------
 
