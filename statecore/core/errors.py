@@ -92,6 +92,12 @@ class StateTooLargeError(InvalidInputError):
     code = "StateTooLarge"
 
 
+class CheckpointTooLargeError(StateTooLargeError):
+    """A LangGraph checkpoint, channel value or write is over the saver's size limit."""
+
+    code = "CheckpointTooLarge"
+
+
 class BundleError(InvalidInputError):
     """An export bundle is corrupted, truncated, of another schema version or inconsistent."""
 
@@ -133,6 +139,12 @@ class NotFoundError(StatecoreError):
 
 class SessionNotFoundError(NotFoundError):
     code = "SessionNotFound"
+
+
+class CorruptCheckpointError(StatecoreError):
+    """A stored LangGraph checkpoint, channel value or write cannot be deserialised."""
+
+    code = "CorruptCheckpoint"
 
 
 class ResetRefusedError(StatecoreError):

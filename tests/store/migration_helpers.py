@@ -27,7 +27,9 @@ UNPREFIXED = {
     "flow_checkpoints",
     "orchestration_states",
 }
-PREFIXED = {f"statecore_{name}" for name in UNPREFIXED}
+#: The LangGraph checkpointer's tables (revision 0004_langgraph_checkpoints).
+GRAPH_TABLES = {"statecore_graph_checkpoints", "statecore_graph_blobs", "statecore_graph_writes"}
+PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | GRAPH_TABLES
 
 
 async def table_names(url: str) -> set[str]:

@@ -210,6 +210,71 @@ class OrchestrationRow(Base):
     completion_tokens: Mapped[int] = mapped_column(BigInteger)
 
 
+#: A SHA-256 digest in hex: the key of a LangGraph thread, namespace, channel, task or run,
+#: whose names may be any string of any length (InnoDB caps an index at 3072 bytes).
+DIGEST_LENGTH = 64
+#: A LangGraph checkpoint id (a UUIDv6 string) or channel version, as stored.
+GRAPH_ID_LENGTH = 128
+
+
+class GraphCheckpointRow(Base):
+    """One LangGraph checkpoint (``StatecoreSaver``) without its channel values, which live
+    once per version in GraphBlobRow. The primary key orders a namespace's checkpoints
+    newest first."""
+
+    __tablename__ = TABLE_PREFIX + "graph_checkpoints"
+    __table_args__ = (Index(None, "run_key"), _MYSQL_TABLE)
+
+    thread_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    ns_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    checkpoint_id: Mapped[str] = mapped_column(ascii_id(GRAPH_ID_LENGTH), primary_key=True)
+    #: The names themselves, as UTF-8 (bytes, so a NUL character survives PostgreSQL).
+    thread_id: Mapped[bytes] = mapped_column(medium_blob())
+    checkpoint_ns: Mapped[bytes] = mapped_column(medium_blob())
+    parent_checkpoint_id: Mapped[str | None] = mapped_column(ascii_id(GRAPH_ID_LENGTH))
+    #: Digest of ``metadata["run_id"]``, for ``delete_for_runs``.
+    run_key: Mapped[str | None] = mapped_column(ascii_id(DIGEST_LENGTH))
+    checkpoint_type: Mapped[str] = mapped_column(String(32))
+    checkpoint: Mapped[bytes] = mapped_column(medium_blob())
+    meta_type: Mapped[str] = mapped_column(String(32))
+    meta: Mapped[bytes] = mapped_column(medium_blob())
+
+
+class GraphBlobRow(Base):
+    """The value of one channel at one version: written when the version is new, never
+    rewritten, shared by every checkpoint that still has that version."""
+
+    __tablename__ = TABLE_PREFIX + "graph_blobs"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    thread_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    ns_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    channel_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    version: Mapped[str] = mapped_column(ascii_id(GRAPH_ID_LENGTH), primary_key=True)
+    #: The serializer's type tag; "empty" for a channel versioned without a value.
+    value_type: Mapped[str] = mapped_column(String(32))
+    value: Mapped[bytes] = mapped_column(medium_blob())
+
+
+class GraphWriteRow(Base):
+    """A pending write of a task against a checkpoint, with its task path (the order a
+    super-step applies writes in)."""
+
+    __tablename__ = TABLE_PREFIX + "graph_writes"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    thread_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    ns_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    checkpoint_id: Mapped[str] = mapped_column(ascii_id(GRAPH_ID_LENGTH), primary_key=True)
+    task_key: Mapped[str] = mapped_column(ascii_id(DIGEST_LENGTH), primary_key=True)
+    idx: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    task_id: Mapped[bytes] = mapped_column(medium_blob())
+    task_path: Mapped[bytes] = mapped_column(medium_blob())
+    channel: Mapped[bytes] = mapped_column(medium_blob())
+    value_type: Mapped[str] = mapped_column(String(32))
+    value: Mapped[bytes] = mapped_column(medium_blob())
+
+
 metadata = Base.metadata
 # Looked up in the metadata (typed Table) rather than read from ``Row.__table__`` (typed as
 # any FromClause), so insert/update/delete accept them as they are.
@@ -220,3 +285,6 @@ kv_entries = metadata.tables[KVEntryRow.__tablename__]
 scoped_states = metadata.tables[ScopedStateRow.__tablename__]
 flow_checkpoints = metadata.tables[FlowCheckpointRow.__tablename__]
 orchestration_states = metadata.tables[OrchestrationRow.__tablename__]
+graph_checkpoints = metadata.tables[GraphCheckpointRow.__tablename__]
+graph_blobs = metadata.tables[GraphBlobRow.__tablename__]
+graph_writes = metadata.tables[GraphWriteRow.__tablename__]

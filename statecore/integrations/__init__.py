@@ -1,0 +1,1 @@
+"""Framework integrations: one package and optional extra each; statecore never imports them."""
