@@ -55,7 +55,7 @@ from statecore.core.errors import (
     first_problem,
     validation_message,
 )
-from statecore.core.models import SessionRef, validate_identifier, validate_key
+from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -149,7 +149,7 @@ class AgentSessionClient:
         Pass the same ``turn_id`` to retry a turn safely: it commits once and returns the
         same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...)."""
         turn_id = turn_id or uuid.uuid4().hex
-        validate_key(turn_id)
+        validate_turn_id(turn_id)
         # SendMessageInput refuses what the workflow would refuse, size included, before
         # anything reaches the server.
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)

@@ -71,6 +71,22 @@ _add(
         turn_id="turn 1",
     ),
     _client(
+        "send",
+        "client-turn-id-129",
+        "`turn_id` of 129 characters",
+        "InvalidIdentifier",
+        content="hi",
+        turn_id="t" * 129,
+    ),
+    _client(
+        "send",
+        "client-turn-id-colon",
+        '`turn_id="turn:1"`',
+        "InvalidIdentifier",
+        content="hi",
+        turn_id="turn:1",
+    ),
+    _client(
         "reset", "client-reset-unknown-store", '`stores=["nope"]`', "UnknownStore", stores=["nope"]
     ),
     _client(
