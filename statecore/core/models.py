@@ -39,8 +39,12 @@ from statecore.core.identifiers import validate_turn_id as validate_turn_id
 
 #: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
 MAX_MESSAGE_BYTES = 512 * 1024
-#: Agentex's limit for one scoped-state document, serialised as JSON.
-MAX_STATE_BYTES = 16 * 1024 * 1024
+#: One scoped-state or flow document, serialised as JSON. Agentex allows 16 MB, but a turn
+#: reads the document back through one local-activity result, which Temporal caps at 2 MiB
+#: (and which history keeps: a 16 MB read would fill a third of a run's 50 MB history): the
+#: store accepts only what a turn can read back, with room for the codec and the envelope.
+MAX_STATE_BYTES = 1024 * 1024
+#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
 MAX_KV_VALUE_BYTES = 1024 * 1024
 MAX_PAGE_SIZE = 1000
 DEFAULT_SESSION_TTL_SECONDS = 24 * 3600

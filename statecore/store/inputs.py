@@ -2,7 +2,7 @@
 
 The contract promises that bad input raises a typed ``statecore.core.errors`` error and leaves the
 stored rows unchanged, on every backend. Keeping the checks (and the JSON encoding whose size
-the limits are measured on) in one backend-independent module is what makes "16 MB" or
+the limits are measured on) in one backend-independent module is what makes "1 MiB" or
 "limit 1..1000" mean the same thing in memory, SQLite, PostgreSQL and MariaDB.
 """
 

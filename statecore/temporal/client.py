@@ -50,7 +50,10 @@ from statecore.contract.session import (
 from statecore.core.errors import (
     ERRORS_BY_CODE,
     InvalidInputError,
+    InvalidLimitError,
+    PayloadTooLargeError,
     StatecoreError,
+    TemporalRequestError,
     error_from_code,
     first_problem,
     validation_message,
@@ -60,6 +63,19 @@ from statecore.core.models import SessionRef, validate_identifier, validate_turn
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
 MAX_UPDATE_BYTES = MAX_TURN_REQUEST_BYTES
+#: Temporal's default payload size limit (the server's ``limit.blobSize.error``). A server
+#: configured lower needs ``AgentSessionClient(payload_limit_bytes=...)`` to match.
+DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
+#: gRPC's default message limit: one request (update-with-start carries the session's input
+#: and the turn) must fit in it as a whole.
+GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
+#: Below this no session input fits; a smaller setting is a mistake, not a configuration.
+MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
+#: How to send what is too large, in every refusal.
+LARGE_DATA_ADVICE = (
+    "send large data by reference: write it to KV or scoped state (or another store, as a "
+    "claim check) and send its key"
+)
 
 log = logging.getLogger("statecore.temporal.client")
 
@@ -86,6 +102,9 @@ class AgentSessionClient:
         task_queue: where new sessions run.
         namespace: statecore namespace (tenant) of the sessions this client opens.
         retry_for: how long ``send`` keeps retrying transient rejections before giving up.
+        payload_limit_bytes: the server's payload size limit (Temporal's default, 2 MiB):
+            a request over it, as encoded by the client's data converter and codec, is
+            refused with PayloadTooLarge before it is sent.
     """
 
     def __init__(
@@ -95,11 +114,48 @@ class AgentSessionClient:
         task_queue: str = DEFAULT_TASK_QUEUE,
         namespace: str = "default",
         retry_for: timedelta = timedelta(minutes=2),
+        payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
     ) -> None:
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
         self.namespace = validate_identifier(namespace, "namespace")
         self.retry_for = retry_for
+        if (
+            isinstance(payload_limit_bytes, bool)
+            or not isinstance(payload_limit_bytes, int)
+            or not MIN_PAYLOAD_LIMIT_BYTES <= payload_limit_bytes <= GRPC_MESSAGE_LIMIT_BYTES
+        ):
+            raise InvalidLimitError(
+                f"payload_limit_bytes is {payload_limit_bytes!r}; use a whole number from "
+                f"{MIN_PAYLOAD_LIMIT_BYTES} to {GRPC_MESSAGE_LIMIT_BYTES} (the server's "
+                "payload limit, 2 MiB unless it was configured otherwise)"
+            )
+        self.payload_limit_bytes = payload_limit_bytes
+
+    async def check_payloads(self, what: str, *values: Any) -> None:
+        """Raise PayloadTooLargeError if ``values``, encoded as this client sends them (data
+        converter and codec), hold a payload over the limit or do not fit one gRPC message.
+
+        The server admits an update or a start up to its limit and the worker then fails the
+        workflow task that would carry it; several updates near the limit fail together as
+        gRPC's "message too large". Refused here, nothing reaches the session."""
+        payloads = await self.client.data_converter.encode(list(values))
+        sizes = [payload.ByteSize() for payload in payloads]
+        largest = max(sizes, default=0)
+        if largest > self.payload_limit_bytes:
+            raise PayloadTooLargeError(
+                f"the {what} request is {largest} bytes as a Temporal payload; the limit is "
+                f"{self.payload_limit_bytes}: {LARGE_DATA_ADVICE}",
+                size=largest,
+                limit=self.payload_limit_bytes,
+            )
+        if sum(sizes) > GRPC_MESSAGE_LIMIT_BYTES:
+            raise PayloadTooLargeError(
+                f"the {what} request is {sum(sizes)} bytes in all; one request may carry at "
+                f"most {GRPC_MESSAGE_LIMIT_BYTES}: {LARGE_DATA_ADVICE}",
+                size=sum(sizes),
+                limit=GRPC_MESSAGE_LIMIT_BYTES,
+            )
 
     # --- sessions ------------------------------------------------------------------------------
 
@@ -126,6 +182,7 @@ class AgentSessionClient:
     ) -> WorkflowHandle[Any, Any]:
         """Start the session's workflow, or return the running one."""
         inp = self.session_input(agent_id, session_id, **options)
+        await self.check_payloads("start", inp)
         return await self.client.start_workflow(
             WORKFLOW_TYPE,
             inp,
@@ -154,6 +211,7 @@ class AgentSessionClient:
         # anything reaches the server.
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
+        await self.check_payloads("send_message", session, message)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_for.total_seconds()
         delay = 0.05
@@ -258,12 +316,14 @@ class AgentSessionClient:
         return SessionRef(namespace=self.namespace, agent_id=agent_id, session_id=session_id)
 
     async def _signal(self, agent_id: str, session_id: str, name: str, arg: Any) -> None:
+        await self.check_payloads(name, arg)
         try:
             await self.handle(agent_id, session_id).signal(name, arg)
         except RPCError as err:
             raise _typed(err) from err
 
     async def _update(self, handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> SessionReport:
+        await self.check_payloads(name, arg)
         try:
             report: SessionReport = await handle.execute_update(
                 name, arg, result_type=SessionReport
@@ -286,6 +346,8 @@ def _transient(err: Exception) -> bool:
     if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
         return True
     if isinstance(err, RPCError):
+        if _too_large(err):
+            return False
         # Too many updates in flight (server limit 10), or the run is just continuing as new.
         return err.status in (
             RPCStatusCode.RESOURCE_EXHAUSTED,
@@ -297,23 +359,41 @@ def _transient(err: Exception) -> bool:
     return isinstance(cause, ApplicationError) and cause.type in _RETRYABLE_CODES
 
 
+#: How gRPC and the server word a request over a size limit (gRPC's own check says "message
+#: larger than max" or "Message too large"; the server's blob check names its limit).
+_TOO_LARGE_WORDS = ("larger than max", "message too large", "size limit", "blobsizelimit")
+
+
+def _too_large(err: RPCError) -> bool:
+    text = err.message.lower()
+    return any(words in text for words in _TOO_LARGE_WORDS)
+
+
 def _typed(err: Exception) -> StatecoreError:
-    """A Temporal failure as the statecore error its code names."""
+    """A Temporal failure as the statecore error its code names; one statecore does not know
+    becomes TemporalRequestFailed (always a code, never bare gRPC text)."""
     cause = getattr(err, "cause", None)
-    if isinstance(cause, ApplicationError):
-        typed = error_from_code(cause.type, cause.message)
-        return typed
+    if isinstance(cause, ApplicationError) and (cause.type or "") in ERRORS_BY_CODE:
+        return error_from_code(cause.type, cause.message)
     if isinstance(err, WorkflowQueryFailedError):
         # A failed query carries only its message; statecore's lead with their code.
         code, _, message = err.message.partition(": ")
         if code in ERRORS_BY_CODE:
             return error_from_code(code, message)
-        return StatecoreError(f"the query failed: {err.message}")
+        return TemporalRequestError(f"the query failed: {err.message}")
     if isinstance(err, RPCError):
+        if _too_large(err):
+            return PayloadTooLargeError(
+                f"Temporal refused the request as too large ({err.message}): {LARGE_DATA_ADVICE}"
+            )
         if err.status == RPCStatusCode.NOT_FOUND:
             return error_from_code("SessionNotFound", f"no such session workflow: {err.message}")
-        return StatecoreError(f"Temporal refused the request: {err.message}")
-    return StatecoreError(str(err))
+        return TemporalRequestError(f"Temporal refused the request: {err.message}")
+    if cause is not None:
+        kind = getattr(cause, "type", None) or type(cause).__name__
+        message = getattr(cause, "message", "") or str(cause)
+        return TemporalRequestError(f"the request failed ({kind}): {message}", cause=kind)
+    return TemporalRequestError(str(err))
 
 
 async def _settle(start: WithStartWorkflowOperation[Any, Any]) -> None:

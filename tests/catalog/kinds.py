@@ -102,7 +102,9 @@ ACTIONS = {
     "ContentTooLarge": "Send less; keep large documents in KV or scoped state, send a reference.",
     "EmptyContent": "Send some text.",
     "UnknownStore": "Name stores among conversation, kv, state, flow, orchestration, tools, task.",
-    "StateTooLarge": "Keep the document under 16 MB; keep large data elsewhere by reference.",
+    "StateTooLarge": (
+        "Keep the document under 1 MiB; keep large data elsewhere by reference (claim check)."
+    ),
     "InvalidBundle": "Export the session again and copy the whole file; do not edit bundles.",
     "AlreadyExists": "Import with `replace=True` (or `--replace`), or into another session id.",
     "VersionConflict": "Re-read the state and apply the change again (optimistic concurrency).",

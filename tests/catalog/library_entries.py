@@ -220,7 +220,7 @@ _add(
     ),
     _turn(
         "turn-state-over-16mb",
-        "a scoped-state document over 16 MB (committed without a model call)",
+        "a scoped-state document over 1 MiB (committed without a model call)",
         "StateTooLarge",
         notes_size=MAX_STATE_BYTES,
         commit_only=True,

@@ -4,12 +4,20 @@ session. A refused request writes nothing to history, and the next turn is answe
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from statecore.core.errors import InvalidIdentifierError
+from statecore.core.errors import (
+    ContentTooLargeError,
+    InvalidIdentifierError,
+    PayloadTooLargeError,
+    StatecoreError,
+)
 from statecore.core.identifiers import MAX_ID_LENGTH
+from statecore.core.models import MAX_MESSAGE_BYTES
 from statecore.temporal.devserver import DevServer
 from tests.temporal.conftest import Env, temporal_cli
 
@@ -64,4 +72,90 @@ async def test_a_bad_turn_id_is_refused_before_acceptance(
 
     async with asyncio.timeout(AT_ONCE):
         result = await sessions.send(env.agent, "ids", "still here", turn_id="second")
+    assert result.turn == 2
+
+
+# --- the payload limit (client side) ----------------------------------------------------------
+
+
+async def test_a_request_over_the_payload_limit_is_refused_before_sending(env: Env) -> None:
+    small = env.new_client(payload_limit_bytes=64 * 1024)
+    await small.send(env.agent, "payload", "hello", turn_id="first")
+    workflow_id = small.workflow_id(env.agent, "payload")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(PayloadTooLargeError) as refused:
+        await small.send(env.agent, "payload", "x" * 100_000, turn_id="big")
+    assert refused.value.code == "PayloadTooLarge"
+    assert "65536" in refused.value.message
+    assert "KV or scoped state" in refused.value.message
+    with pytest.raises(PayloadTooLargeError):
+        await small.check_payloads("add_hint", {"text": "h" * 70_000})
+    assert await _event_count(env, workflow_id) == before
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await small.send(env.agent, "payload", "still here", turn_id="second")
+    assert result.turn == 2
+
+
+async def test_a_message_over_temporals_limit_gets_a_typed_refusal(env: Env) -> None:
+    with pytest.raises(ContentTooLargeError) as refused:
+        await env.sessions.send(env.agent, "huge", "x" * (5 * 1024 * 1024 // 2), turn_id="t")
+    assert refused.value.code in ("ContentTooLarge", "PayloadTooLarge")
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "huge", "small", turn_id="t2")
+    assert result.turn == 1
+
+
+async def test_concurrent_near_limit_turns_are_typed_and_the_session_keeps_going(
+    env: Env,
+) -> None:
+    await env.sessions.send(env.agent, "near", "hello", turn_id="first")
+    content = "y" * (MAX_MESSAGE_BYTES - 1024)
+    outcomes = await asyncio.gather(
+        *(env.sessions.send(env.agent, "near", content, turn_id=f"n{i}") for i in range(6)),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        # Each either answered or was refused with a code, never gRPC text.
+        if isinstance(outcome, BaseException):
+            assert isinstance(outcome, StatecoreError), repr(outcome)
+            assert type(outcome) is not StatecoreError, repr(outcome)
+    async with asyncio.timeout(AT_ONCE * 2):
+        result = await env.sessions.send(env.agent, "near", "after", turn_id="after")
+    assert not result.duplicate
+
+
+async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    await env.sessions.send(env.agent, "raw", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw")
+    before = await _event_count(env, workflow_id)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"turn_id": "big", "content": "z" * (5 * 1024 * 1024 // 2)}))
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [
+            *temporal_cli(dev_server),
+            "workflow",
+            "update",
+            "execute",
+            "--workflow-id",
+            workflow_id,
+            "--name",
+            "send_message",
+            "--input-file",
+            str(big),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    print(done.stdout[-500:], done.stderr[-500:])
+    assert await _event_count(env, workflow_id) == before
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw", "after", turn_id="after")
     assert result.turn == 2
