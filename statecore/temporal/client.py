@@ -348,6 +348,11 @@ def _transient(err: Exception) -> bool:
     if isinstance(err, RPCError):
         if _too_large(err):
             return False
+        if _WORKFLOW_TASK_FAILING in err.message:
+            # The session's workflow task is failing, e.g. on an update over the payload limit
+            # sent around this client (`temporal workflow update`): Temporal recovers once it
+            # drops that request, and the turn can go through then.
+            return True
         # Too many updates in flight (server limit 10), or the run is just continuing as new.
         return err.status in (
             RPCStatusCode.RESOURCE_EXHAUSTED,
@@ -362,6 +367,9 @@ def _transient(err: Exception) -> bool:
 #: How gRPC and the server word a request over a size limit (gRPC's own check says "message
 #: larger than max" or "Message too large"; the server's blob check names its limit).
 _TOO_LARGE_WORDS = ("larger than max", "message too large", "size limit", "blobsizelimit")
+
+
+_WORKFLOW_TASK_FAILING = "Workflow Task in failed state"
 
 
 def _too_large(err: RPCError) -> bool:

@@ -131,7 +131,6 @@ async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
 ) -> None:
     await env.sessions.send(env.agent, "raw", "hello", turn_id="first")
     workflow_id = env.sessions.workflow_id(env.agent, "raw")
-    before = await _event_count(env, workflow_id)
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"turn_id": "big", "content": "z" * (5 * 1024 * 1024 // 2)}))
     done = await asyncio.to_thread(
@@ -154,8 +153,10 @@ async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
         check=False,
     )
     assert done.returncode != 0
-    print(done.stdout[-500:], done.stderr[-500:])
-    assert await _event_count(env, workflow_id) == before
-    async with asyncio.timeout(AT_ONCE):
+    # Temporal admits an update up to gRPC's 4 MiB, and the worker then cannot even send the
+    # validator's rejection (it echoes the request): the workflow task fails until Temporal
+    # drops the update. The client rides that out instead of failing, with a typed error
+    # only if it lasts longer than its retry_for.
+    async with asyncio.timeout(120):
         result = await env.sessions.send(env.agent, "raw", "after", turn_id="after")
     assert result.turn == 2
