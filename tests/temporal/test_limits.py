@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,10 +16,14 @@ from statecore.core.errors import (
     InvalidIdentifierError,
     PayloadTooLargeError,
     StatecoreError,
+    StateTooLargeError,
 )
 from statecore.core.identifiers import MAX_ID_LENGTH
-from statecore.core.models import MAX_MESSAGE_BYTES
+from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, SessionRef
+from statecore.store import open_store
+from statecore.store.inputs import encode_state
 from statecore.temporal.devserver import DevServer
+from tests.catalog.turn_api_workflow import CatalogAgent
 from tests.temporal.conftest import Env, temporal_cli
 
 pytestmark = pytest.mark.temporal
@@ -160,3 +165,39 @@ async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
     async with asyncio.timeout(120):
         result = await env.sessions.send(env.agent, "raw", "after", turn_id="after")
     assert result.turn == 2
+
+
+# --- every value the store accepts, a turn can read back --------------------------------------
+
+
+async def test_a_turn_reads_back_the_largest_state_the_store_accepts(
+    env_factory: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'readback.db'}"
+    async with env_factory(url, extra_workflows=[CatalogAgent]) as env:
+        ref = SessionRef(agent_id=env.agent, session_id="big-state")
+        handle = await env.client.start_workflow(
+            "CatalogAgent", ref, id=f"readback:{env.agent}", task_queue=env.task_queue
+        )
+        assert await handle.execute_update("turn", {"turn_id": "t1"}, result_type=int) == 1
+        overhead = len(encode_state({"text": "", "turns": 0}).encode())
+        at_limit = {"text": "x" * (MAX_STATE_BYTES - overhead), "turns": 0}
+        assert len(encode_state(at_limit).encode()) == MAX_STATE_BYTES
+        store = await open_store(url)
+        try:
+            # One byte over is refused by the store: nothing a turn could not read is stored.
+            with pytest.raises(StateTooLargeError):
+                async with store.transaction() as tx:
+                    await tx.state.create(
+                        ref.namespace, ref.session_id, ref.agent_id, {**at_limit, "turns": 10}
+                    )
+            async with store.transaction() as tx:
+                await tx.state.create(ref.namespace, ref.session_id, ref.agent_id, at_limit)
+        finally:
+            await store.close()
+        # The turn reads the whole document (turn.state.get) and writes a small one.
+        async with asyncio.timeout(AT_ONCE * 2):
+            turn = await handle.execute_update(
+                "turn", {"turn_id": "t2", "notes_size": 3}, result_type=int
+            )
+        assert turn == 2
