@@ -8,8 +8,13 @@ from pathlib import Path
 
 from statecore.contract.session import MAX_TURN_REQUEST_BYTES, SessionInput
 from statecore.core.identifiers import IDENTIFIER_KINDS
+from statecore.core.model_windows import (
+    DEFAULT_CONTEXT_BUDGET,
+    MAX_REPLY_RESERVE,
+    context_budget,
+)
 from statecore.core.models import MAX_KV_VALUE_BYTES, MAX_MESSAGE_BYTES, MAX_STATE_BYTES
-from statecore.core.profile import SessionProfile
+from statecore.llm.offline import OfflineModel
 from statecore.store.inputs import MAX_TURN_MESSAGES
 from statecore.temporal.client import DEFAULT_PAYLOAD_LIMIT_BYTES, GRPC_MESSAGE_LIMIT_BYTES
 from statecore.workflow.activity_calls import MAX_ACTIVITY_INPUT_BYTES
@@ -29,7 +34,6 @@ def _size(n: int) -> str:
 
 def rows() -> list[tuple[str, str, str, str]]:
     """(limit, value, checked by, error code)."""
-    profile = SessionProfile()
     fields = SessionInput.model_fields
     max_turns = next(m.le for m in fields["max_turns_per_run"].metadata if hasattr(m, "le"))
     table = [
@@ -83,8 +87,10 @@ def rows() -> list[tuple[str, str, str, str]]:
         ),
         (
             "context budget (`profile.max_tokens`), default",
-            f"{profile.max_tokens:,} tokens",
-            "client (before sending), turn activity",
+            f"the model's window less min({MAX_REPLY_RESERVE:,}, a quarter) for the reply "
+            f"(offline model: {context_budget(None, OfflineModel.context_window):,} tokens); "
+            f"{DEFAULT_CONTEXT_BUDGET:,} for a model of unknown window",
+            "client (before sending, when it knows the budget), turn activity",
             "`ContextBudgetExceeded`",
         ),
         (

@@ -49,6 +49,7 @@ from statecore.contract.session import (
 )
 from statecore.core.errors import (
     ERRORS_BY_CODE,
+    ContextBudgetError,
     InvalidInputError,
     InvalidLimitError,
     PayloadTooLargeError,
@@ -58,7 +59,9 @@ from statecore.core.errors import (
     first_problem,
     validation_message,
 )
+from statecore.core.model_windows import context_budget
 from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
+from statecore.core.profile import SessionProfile, check_limit
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -105,6 +108,10 @@ class AgentSessionClient:
         payload_limit_bytes: the server's payload size limit (Temporal's default, 2 MiB):
             a request over it, as encoded by the client's data converter and codec, is
             refused with PayloadTooLarge before it is sent.
+        context_window: the context window (tokens) of the model the workers answer with,
+            if known. With it, or with ``profile.max_tokens`` in ``send``'s options, a message
+            that can never fit the session's context budget is refused before it is sent
+            (ContextBudgetExceeded, naming the budget) instead of after the turn started.
     """
 
     def __init__(
@@ -115,6 +122,7 @@ class AgentSessionClient:
         namespace: str = "default",
         retry_for: timedelta = timedelta(minutes=2),
         payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+        context_window: int | None = None,
     ) -> None:
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
@@ -131,6 +139,28 @@ class AgentSessionClient:
                 "payload limit, 2 MiB unless it was configured otherwise)"
             )
         self.payload_limit_bytes = payload_limit_bytes
+        self.context_window = (
+            None if context_window is None else check_limit(context_window, "context_window")
+        )
+
+    def check_fits_budget(self, message: SendMessageInput, profile: SessionProfile) -> None:
+        """Raise ContextBudgetError if ``message`` alone (with the reply's priming) is over
+        the session's context budget, when this client knows that budget: such a turn could
+        never run, whatever the session's history."""
+        if profile.max_tokens is None and self.context_window is None:
+            return
+        budget = context_budget(profile.max_tokens, self.context_window)
+        from statecore.core.tokens import TokenCounter  # tiktoken: loaded only when needed
+
+        needed = TokenCounter().count_messages([message.to_message()])
+        if needed > budget:
+            raise ContextBudgetError(
+                f"the message needs {needed} tokens and the session's context budget is "
+                f"{budget}: it can never fit. Shorten it, raise profile.max_tokens, or store "
+                "the text in KV or scoped state and send a reference",
+                needed=needed,
+                max_tokens=budget,
+            )
 
     async def check_payloads(self, what: str, *values: Any) -> None:
         """Raise PayloadTooLargeError if ``values``, encoded as this client sends them (data
@@ -212,6 +242,7 @@ class AgentSessionClient:
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
         await self.check_payloads("send_message", session, message)
+        self.check_fits_budget(message, session.profile)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_for.total_seconds()
         delay = 0.05

@@ -13,6 +13,7 @@ import pytest
 
 from statecore.core.errors import (
     ContentTooLargeError,
+    ContextBudgetError,
     InvalidIdentifierError,
     PayloadTooLargeError,
     StatecoreError,
@@ -201,3 +202,44 @@ async def test_a_turn_reads_back_the_largest_state_the_store_accepts(
                 "turn", {"turn_id": "t2", "notes_size": 3}, result_type=int
             )
         assert turn == 2
+
+
+# --- the context budget -----------------------------------------------------------------------
+
+
+def _words(tokens_about: int) -> str:
+    # " wordNNN" is about two tokens in cl100k_base.
+    return " ".join(f"word{i}" for i in range(tokens_about // 2))
+
+
+async def test_a_long_prompt_works_out_of_the_box(env: Env) -> None:
+    # Over the old fixed default of 4,096 tokens; the offline model's window is 128,000.
+    result = await env.sessions.send(env.agent, "long", _words(12_000), turn_id="long")
+    assert result.turn == 1
+    assert result.context_tokens > 4096
+
+
+async def test_a_message_that_can_never_fit_is_refused_before_sending(env: Env) -> None:
+    await env.sessions.send(env.agent, "budget", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "budget")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(ContextBudgetError) as refused:
+        await env.sessions.send(
+            env.agent,
+            "budget",
+            _words(3000),
+            turn_id="big",
+            profile={"max_tokens": 1000, "summarization_threshold": 800},
+        )
+    assert "budget is 1000" in refused.value.message
+    # Told the model's window, the client refuses by it when the profile names no budget.
+    small_window = env.new_client(context_window=2000)
+    with pytest.raises(ContextBudgetError) as by_window:
+        await small_window.send(env.agent, "budget", _words(3000), turn_id="big")
+    assert "budget is 1500" in by_window.value.message
+    assert await _event_count(env, workflow_id) == before
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "budget", "still here", turn_id="second")
+    assert result.turn == 2
