@@ -109,6 +109,15 @@ ACTIONS = {
     "AlreadyExists": "Import with `replace=True` (or `--replace`), or into another session id.",
     "VersionConflict": "Re-read the state and apply the change again (optimistic concurrency).",
     "SessionNotFound": "Check the ids, or send a message: that opens the session.",
+    "InvalidLimit": "Use a whole number within the range the message gives (docs/limits.md).",
+    "ContextBudgetExceeded": (
+        "Shorten the message, raise `profile.max_tokens`, or store the text in KV or scoped"
+        " state and send a reference."
+    ),
+    "PayloadTooLarge": (
+        "Send large data by reference: write it to KV or scoped state (a claim check) and"
+        " send its key."
+    ),
 }
 
 

@@ -141,6 +141,28 @@ _add(
         "InvalidIdentifier",
         ClientCall("__init__", {"namespace": "tenant one"}),
     ),
+    Entry(
+        "client-payload-limit-tiny",
+        "`AgentSessionClient(...)`",
+        "`payload_limit_bytes=100` (below any session input)",
+        "InvalidLimit",
+        ClientCall("__init__", {"payload_limit_bytes": 100}),
+    ),
+    Entry(
+        "client-payload-limit-string",
+        "`AgentSessionClient(...)`",
+        '`payload_limit_bytes="2MiB"`',
+        "InvalidLimit",
+        ClientCall("__init__", {"payload_limit_bytes": "2MiB"}),
+    ),
+    _client(
+        "send",
+        "client-message-over-budget",
+        "a message of about 3,000 tokens with `profile.max_tokens` 1,000",
+        "ContextBudgetExceeded",
+        content=" ".join(f"word{i}" for i in range(1500)),
+        profile={"max_tokens": 1000, "summarization_threshold": 800},
+    ),
 )
 
 
