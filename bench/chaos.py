@@ -344,8 +344,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             figures = asyncio.run(Chaos(plan, Path(tmp)).run())
     command = "python -m bench.chaos" + (f" --topology {topology}" if topology != "classic" else "")
+    recorded_plan = asdict(plan)
+    if topology == "two-workers":
+        from bench.chaos_two_workers import KILL_EVERY, RESEND_CHANCE, TURNS_PER_RUN
+
+        recorded_plan = {
+            "sessions": plan.sessions,
+            "turns": plan.turns,
+            "seed": plan.seed,
+            "workers": 2,
+            "kill_every_seconds": list(KILL_EVERY),
+            "max_turns_per_run": TURNS_PER_RUN,
+            "resend_chance": RESEND_CHANCE,
+        }
     result = {
-        "plan": asdict(plan),
+        "plan": recorded_plan,
         "topology": topology,
         "figures": asdict(figures),
         "ok": figures.ok,
