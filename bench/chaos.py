@@ -2,6 +2,8 @@
 
     .venv/bin/python -m bench.chaos                # the long run (committed results)
     .venv/bin/python -m bench.chaos --quick        # about a minute (run by the test suite)
+    .venv/bin/python -m bench.chaos --topology two-workers [--quick]
+
 
 N sessions send M turns each, every turn with a client-generated turn id that is reused on
 every retry. Meanwhile, at random moments: the worker is SIGKILLed and a new one started, the
@@ -10,6 +12,10 @@ holding statecore's state is stopped for 10-30 s. Afterwards everything is check
 and from the replies the clients received: every turn answered exactly once, every message
 stored exactly once and in order, no session stuck, paused or failed, and each session's
 describe report agreeing with its rows.
+
+``--topology two-workers`` (bench/chaos_two_workers.py) runs two workers on one task queue
+instead and SIGKILLs a random one every 3-9 s, while turn ids are re-sent on purpose, sessions
+continue-as-new every 3 turns and an operator pauses and resumes sessions.
 """
 
 from __future__ import annotations
@@ -64,6 +70,10 @@ class Figures:
     db_outages: int = 0
     db_outage_seconds: list[float] = field(default_factory=list)
     client_retries: int = 0
+    #: Two-worker topology: turn ids re-sent on purpose, operator pauses, runs rolled over.
+    duplicate_resends: int = 0
+    pauses: int = 0
+    continue_as_new: int = 0
     lost: int = 0
     duplicated: int = 0
     out_of_order: int = 0
@@ -294,7 +304,7 @@ class Chaos:
             await store.close()
 
 
-def parse_plan(argv: list[str] | None = None) -> tuple[Plan, Path]:
+def parse_plan(argv: list[str] | None = None) -> tuple[Plan, Path, str]:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -305,8 +315,17 @@ def parse_plan(argv: list[str] | None = None) -> tuple[Plan, Path]:
     p.add_argument("--server-restarts", type=int)
     p.add_argument("--db-outages", type=int)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", type=Path, default=Path("bench/results/chaos.json"))
+    p.add_argument(
+        "--topology",
+        choices=["classic", "two-workers"],
+        default="classic",
+        help="classic: one worker, server restarts and database outages; two-workers: two "
+        "workers on one queue, one SIGKILLed every 3-9 s, duplicate turn ids, continue-as-new "
+        "and pause/resume",
+    )
+    p.add_argument("--out", type=Path)
     a = p.parse_args(argv)
+    topology = a.topology
     if a.quick:
         base = Plan(4, 10, 3, 1, 1, (5.0, 8.0), a.seed)
     else:
@@ -322,37 +341,70 @@ def parse_plan(argv: list[str] | None = None) -> tuple[Plan, Path]:
         outage_seconds=base.outage_seconds,
         seed=a.seed,
     )
-    return plan, a.out
+    if topology == "two-workers" and not (a.sessions or a.turns):
+        plan.sessions, plan.turns = (2, 6) if a.quick else (8, 40)
+    default_out = "chaos.json" if topology == "classic" else "chaos-two-workers.json"
+    return plan, a.out or Path("bench/results") / default_out, topology
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, out = parse_plan(argv)
+    plan, out, topology = parse_plan(argv)
     reason = private_postgres_unavailable()
     if reason:
         print(f"chaos: cannot run: {reason}")
         return 2
     with tempfile.TemporaryDirectory(prefix="statecore-chaos-") as tmp:
-        chaos = Chaos(plan, Path(tmp))
-        figures = asyncio.run(chaos.run())
+        chaos: Chaos | None = None
+        if topology == "two-workers":
+            from bench.chaos_two_workers import TwoWorkerChaos, TwoWorkerPlan
+
+            two = TwoWorkerPlan(plan.sessions, plan.turns, plan.seed)
+            figures = asyncio.run(TwoWorkerChaos(two, Path(tmp)).run())
+        else:
+            chaos = Chaos(plan, Path(tmp))
+            figures = asyncio.run(chaos.run())
+    command = "python -m bench.chaos" + (f" --topology {topology}" if topology != "classic" else "")
+    recorded_plan = asdict(plan)
+    if topology == "two-workers":
+        from bench.chaos_two_workers import KILL_EVERY, RESEND_CHANCE, TURNS_PER_RUN
+
+        recorded_plan = {
+            "sessions": plan.sessions,
+            "turns": plan.turns,
+            "seed": plan.seed,
+            "workers": 2,
+            "kill_every_seconds": list(KILL_EVERY),
+            "max_turns_per_run": TURNS_PER_RUN,
+            "resend_chance": RESEND_CHANCE,
+        }
     result = {
-        "plan": asdict(plan),
+        "plan": recorded_plan,
+        "topology": topology,
         "figures": asdict(figures),
         "ok": figures.ok,
-        "command": "python -m bench.chaos" + (" --quick" if plan.sessions == 4 else ""),
-        "timeline": {
+        "command": command + (" --quick" if plan.sessions in (2, 4) else ""),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if chaos is not None:
+        # The timeline the figure is drawn from: every event and every completed turn, in time.
+        result["timeline"] = {
             "events": [
                 {"at_seconds": at, "kind": kind, "lasted_seconds": lasted}
                 for at, kind, lasted in chaos.events
             ],
             "turn_completed_seconds": sorted(chaos.completions),
-        },
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
+        }
     out.write_text(json.dumps(result, indent=2) + "\n")
-    from bench.plot import plot_chaos_timeline
+    if chaos is not None:
+        from bench.plot import plot_chaos_timeline
 
-    plot_chaos_timeline(result, out.with_name(out.stem + "-timeline.png"))
+        plot_chaos_timeline(result, out.with_name(out.stem + "-timeline.png"))
     f = figures
+    if topology == "two-workers":
+        print(
+            f"chaos (two workers): {f.worker_kills} worker kills, {f.duplicate_resends} duplicate "
+            f"re-sends, {f.pauses} pauses, {f.continue_as_new} continue-as-new;"
+        )
     print(
         f"chaos: {f.worker_kills} worker kills, {f.server_restarts} server restarts, "
         f"{f.db_outages} database outages survived; {f.turns_completed}/{f.turns_planned} turns "

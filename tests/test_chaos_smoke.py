@@ -58,3 +58,43 @@ def test_quick_chaos_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     done_at = timeline["turn_completed_seconds"]
     assert len(done_at) == 40 and done_at == sorted(done_at)
     assert (tmp_path / "chaos-timeline.png").stat().st_size > 10_000
+
+
+def test_quick_two_worker_chaos_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    """Two workers on one queue, a random one SIGKILLed every 3-9 s, turn ids re-sent on
+    purpose, continue-as-new every 3 turns, pauses and resumes."""
+    reason = private_postgres_unavailable()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "chaos-two-workers.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.chaos",
+            "--topology",
+            "two-workers",
+            "--quick",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+        raise AssertionError("the quick two-worker run took over 10 minutes") from None
+    assert proc.returncode == 0, output[-6000:]
+    figures = json.loads(out.read_text())["figures"]
+    assert figures["turns_completed"] == figures["turns_planned"] == 12
+    assert figures["worker_kills"] >= 1
+    assert figures["duplicate_resends"] >= 1
+    assert figures["continue_as_new"] >= 2
+    for zero in ("lost", "duplicated", "out_of_order", "stuck_sessions", "describe_mismatches"):
+        assert figures[zero] == 0, (zero, figures)
+    assert not figures["problems"], figures["problems"]

@@ -272,7 +272,7 @@ def test_session_profile_defaults_and_validation() -> None:
     profile = SessionProfile.model_validate({})
     assert (profile.type, profile.max_tokens, profile.summarization_threshold) == (
         "rolling_window",
-        4096,
+        None,  # the model's context window (statecore.core.model_windows)
         3000,
     )
     assert SessionProfile(max_tokens=100, summarization_threshold=100).max_tokens == 100

@@ -32,6 +32,7 @@ from statecore.contract.activities import (
 )
 from statecore.core.context_window import AssembledContext, assemble_context
 from statecore.core.errors import ConflictError
+from statecore.core.model_windows import context_budget
 from statecore.core.models import KVEntry, Message
 from statecore.core.turn_commit import commit_turn, find_turn
 from statecore.llm import ModelRequest, ModelResponse
@@ -76,6 +77,10 @@ class TurnActivities:
         # A committing call carries its messages once, in the commit (earlier workflow code
         # sent them in ``pending`` as well: the same messages).
         pending = input.commit.messages if input.commit is not None else input.pending
+        model = self._r.model(input.model)
+        # A profile without max_tokens follows the model's window (a model client may state
+        # one as ``context_window``; one that does not gets the small default).
+        budget = context_budget(input.profile.max_tokens, getattr(model, "context_window", None))
 
         async def read_context(
             tx: StoreTransaction,
@@ -93,7 +98,7 @@ class TurnActivities:
                 tx,
                 input.ref,
                 pending,
-                max_tokens=input.profile.max_tokens,
+                max_tokens=budget,
                 counter=counter,
             )
             return None, context
@@ -109,7 +114,6 @@ class TurnActivities:
             # Deleted again between the two transactions: let Temporal retry the call.
             raise RuntimeError(f"session {input.ref} was deleted as its turn began")
         context = assembled
-        model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
             model.complete(
                 ModelRequest(

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from statecore.cli.exits import UnreachableError, UsageError
 from statecore.core.models import DEFAULT_NAMESPACE
@@ -65,6 +65,14 @@ def add_global_options(
         help="how long to wait for a session's worker to answer (default 30)",
     )
     group.add_argument(
+        "--payload-limit",
+        type=shared.flag_type(_payload_bytes),
+        default=default(None),
+        metavar="BYTES",
+        help="the server's payload size limit; larger requests are refused before they are "
+        "sent (default 2 MiB, Temporal's own)",
+    )
+    group.add_argument(
         "--json", action="store_true", default=default(False), help="machine-readable output"
     )
     group.add_argument(
@@ -82,6 +90,16 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
+def _payload_bytes(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number of bytes") from None
+    if size < 1:
+        raise ValueError(f"{text} must be 1 byte or more")
+    return size
+
+
 @dataclass
 class Settings:
     """The global options of one invocation, with the environment applied."""
@@ -92,6 +110,7 @@ class Settings:
     state_namespace: str | None
     encryption_keys: str | None
     timeout: float
+    payload_limit: int | None
     json: bool
     debug: bool
     env: Environment
@@ -111,6 +130,7 @@ class Settings:
             state_namespace=args.state_namespace,
             encryption_keys=shared.encryption_keys(args, env),
             timeout=args.timeout,
+            payload_limit=args.payload_limit,
             json=args.json,
             debug=args.debug,
             env=env,
@@ -166,10 +186,13 @@ class Settings:
         from statecore.temporal.client import AgentSessionClient
 
         client = await self.temporal()
-        if retry_for is None:
-            return AgentSessionClient(client, task_queue=self.task_queue, namespace=self.tenant)
+        options: dict[str, Any] = {}
+        if retry_for is not None:
+            options["retry_for"] = retry_for
+        if self.payload_limit is not None:
+            options["payload_limit_bytes"] = self.payload_limit
         return AgentSessionClient(
-            client, task_queue=self.task_queue, namespace=self.tenant, retry_for=retry_for
+            client, task_queue=self.task_queue, namespace=self.tenant, **options
         )
 
     async def answer(self, work: Awaitable[T], what: str) -> T:

@@ -35,8 +35,8 @@ from statecore.core.models import (
     TokenUsage,
     reject_nul,
     validate_identifier,
-    validate_key,
     validate_text,
+    validate_turn_id,
 )
 from statecore.core.profile import SessionProfile
 
@@ -186,7 +186,7 @@ class SendMessageInput(OperatorInput):
     @field_validator("turn_id")
     @classmethod
     def _turn_id(cls, v: str) -> str:
-        return validate_key(v)
+        return validate_turn_id(v)
 
     @field_validator("content")
     @classmethod

@@ -45,6 +45,14 @@ class ContentTooLargeError(InvalidInputError):
     code = "ContentTooLarge"
 
 
+class PayloadTooLargeError(ContentTooLargeError):
+    """A request is over Temporal's payload limit (2 MiB by default) as the client would send
+    it, codec included. Send large data by reference: write it to KV or scoped state (or any
+    store, as a claim check) and send its key."""
+
+    code = "PayloadTooLarge"
+
+
 class InvalidIdentifierError(InvalidInputError):
     """An id, bucket or key contains characters that are not allowed (path or SQL metacharacters,
     whitespace, NUL) or is empty or too long."""
@@ -87,7 +95,8 @@ class ContextBudgetError(InvalidInputError):
 
 
 class StateTooLargeError(InvalidInputError):
-    """A scoped-state document is over the 16 MB limit; store large data elsewhere by reference."""
+    """A scoped-state or flow document is over its limit (MAX_STATE_BYTES, 1 MiB: what a
+    turn can read back); store large data elsewhere by reference."""
 
     code = "StateTooLarge"
 
@@ -217,6 +226,11 @@ class DriverMissingError(StatecoreError):
     to install (``pip install 'statecore[postgres]'``)."""
 
     code = "DriverMissing"
+class TemporalRequestError(StatecoreError):
+    """Temporal refused or failed a request for a reason that is not one of statecore's
+    codes (the message carries Temporal's own words). Check the server and the worker logs."""
+
+    code = "TemporalRequestFailed"
 
 
 # --- payload encryption (statecore.encryption.codec) -------------------------------------

@@ -8,7 +8,6 @@ size and encoding. Workflow code may import this module; it does no I/O.
 from __future__ import annotations
 
 import base64
-import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -29,24 +28,28 @@ from statecore.core.errors import (
     InvalidInputError,
 )
 
+# Re-exported: the identifier rules live in statecore.core.identifiers, one per kind.
+from statecore.core.identifiers import MAX_ID_LENGTH as MAX_ID_LENGTH
+from statecore.core.identifiers import MAX_KEY_LENGTH as MAX_KEY_LENGTH
+from statecore.core.identifiers import validate_identifier as validate_identifier
+from statecore.core.identifiers import validate_key as validate_key
+from statecore.core.identifiers import validate_turn_id as validate_turn_id
+
 # --- limits ------------------------------------------------------------------------------------
 
 #: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
 MAX_MESSAGE_BYTES = 512 * 1024
-#: Agentex's limit for one scoped-state document, serialised as JSON.
-MAX_STATE_BYTES = 16 * 1024 * 1024
+#: One scoped-state or flow document, serialised as JSON. Agentex allows 16 MB, but a turn
+#: reads the document back through one local-activity result, which Temporal caps at 2 MiB
+#: (and which history keeps: a 16 MB read would fill a third of a run's 50 MB history): the
+#: store accepts only what a turn can read back, with room for the codec and the envelope.
+MAX_STATE_BYTES = 1024 * 1024
+#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
 MAX_KV_VALUE_BYTES = 1024 * 1024
-MAX_ID_LENGTH = 128
-MAX_KEY_LENGTH = 512
 MAX_PAGE_SIZE = 1000
 DEFAULT_SESSION_TTL_SECONDS = 24 * 3600
 DEFAULT_NAMESPACE = "default"
 
-# Identifiers (namespace, agent, session, task, bucket, flow, tool) and KV keys reach SQL
-# only as bound parameters, but they also appear in workflow ids, file names and UI filters,
-# so the alphabet is closed: no path separators, quotes, whitespace, NUL or SQL punctuation.
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-@]*$")
-_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-@:=+]+$")
 
 Role = Literal["system", "user", "assistant", "tool"]
 SessionStatus = Literal["active", "paused", "draining", "closed"]
@@ -60,38 +63,6 @@ ALL_STORES: tuple[str, ...] = (
     "tools",
     "task",
 )
-
-
-def validate_identifier(value: str, what: str = "identifier") -> str:
-    """Return ``value`` if it is a safe identifier, else raise InvalidIdentifierError."""
-    if not isinstance(value, str) or not value:
-        raise InvalidIdentifierError(f"{what} must be a non-empty string", value=repr(value))
-    if len(value) > MAX_ID_LENGTH:
-        raise InvalidIdentifierError(
-            f"{what} is {len(value)} characters; the limit is {MAX_ID_LENGTH}", value=value[:40]
-        )
-    if not _ID_RE.match(value) or ".." in value:
-        raise InvalidIdentifierError(
-            f"{what} {value!r} may use only letters, digits and _ . - @, must start with a "
-            "letter or digit and may not contain '..'",
-            value=value[:40],
-        )
-    return value
-
-
-def validate_key(value: str) -> str:
-    """Validate a KV key: like an identifier, plus ':', '=' and '+' for Athyr-style keys."""
-    if not isinstance(value, str) or not value:
-        raise InvalidIdentifierError("key must be a non-empty string", value=repr(value))
-    if len(value) > MAX_KEY_LENGTH:
-        raise InvalidIdentifierError(f"key is longer than {MAX_KEY_LENGTH} characters")
-    if not _KEY_RE.match(value) or ".." in value:
-        raise InvalidIdentifierError(
-            f"key {value!r} may use only letters, digits and _ . - @ : = + and may not "
-            "contain '..', '/', quotes, whitespace or NUL",
-            value=value[:40],
-        )
-    return value
 
 
 def validate_prefix(value: str) -> str:

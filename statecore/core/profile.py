@@ -36,8 +36,9 @@ class SessionProfile(StatecoreModel):
     """Athyr's memory profile: how much context a session gets and when it is summarized."""
 
     type: Literal["rolling_window"] = "rolling_window"
-    #: Tokens the assembled context may hold (reply priming included).
-    max_tokens: int = 4096
+    #: Tokens the assembled context may hold (reply priming included). None: the model's
+    #: context window less room for the reply (statecore.core.model_windows).
+    max_tokens: int | None = None
     #: Once the window holds more tokens than this, its oldest part is folded into the summary.
     summarization_threshold: int = 3000
 
@@ -52,12 +53,14 @@ class SessionProfile(StatecoreModel):
 
     @field_validator("max_tokens", "summarization_threshold", mode="before")
     @classmethod
-    def _limits(cls, v: Any, info: Any) -> int:
+    def _limits(cls, v: Any, info: Any) -> int | None:
+        if v is None and info.field_name == "max_tokens":
+            return None
         return check_limit(v, info.field_name)
 
     @model_validator(mode="after")
     def _threshold_fits(self) -> SessionProfile:
-        if self.summarization_threshold > self.max_tokens:
+        if self.max_tokens is not None and self.summarization_threshold > self.max_tokens:
             raise InvalidLimitError(
                 f"summarization_threshold ({self.summarization_threshold}) is above max_tokens "
                 f"({self.max_tokens}); summarize before the window can fill the context"

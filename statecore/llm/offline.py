@@ -57,6 +57,9 @@ class OfflineModel:
     """Deterministic offline model; see the module docstring for its rules."""
 
     name = "offline"
+    #: The window this model declares (a session without max_tokens gets it, less the reply's
+    #: room): as large as the common hosted models', so tests meet the same budgets.
+    context_window = 128_000
 
     def __init__(self, token_counter: TokenCounter | None = None) -> None:
         self._counter = token_counter or TokenCounter()

@@ -27,7 +27,9 @@ from typing import Any
 import httpx
 
 from statecore.core.errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core.model_windows import context_window_for
 from statecore.core.models import Message, TokenUsage
+from statecore.core.profile import check_limit
 from statecore.core.tokens import MESSAGE_OVERHEAD, TokenCounter
 from statecore.llm.base import ModelRequest, ModelResponse
 from statecore.llm.openai_wire import error_text, parse_response, request_body
@@ -51,6 +53,9 @@ class OpenAICompatibleModel:
         max_retry_after_seconds: a ``Retry-After`` longer than this is not waited out here:
             the call fails with ``ModelUnavailableError`` at once and the activity retries later.
         http_client: a client to share; this object closes only a client it created.
+        context_window: the model's window in tokens; by default looked up by ``model`` in
+            ``statecore.core.model_windows`` (None when the name is unknown). A session
+            without ``profile.max_tokens`` gets this window less room for the reply.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class OpenAICompatibleModel:
         max_backoff_seconds: float = 30,
         max_retry_after_seconds: float = 60,
         http_client: httpx.AsyncClient | None = None,
+        context_window: int | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise InvalidInputError(f"base_url must start with http:// or https://: {base_url!r}")
@@ -81,6 +87,9 @@ class OpenAICompatibleModel:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = f"openai:{model}"
+        if context_window is not None:
+            check_limit(context_window, "context_window")
+        self.context_window = context_window or context_window_for(model)
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds

@@ -255,7 +255,8 @@ class KVStore(abc.ABC):
 
 
 class ScopedStateStore(abc.ABC):
-    """Agentex state: one JSON document per (namespace, task_id, agent_id), at most 16 MB."""
+    """Agentex state: one JSON document per (namespace, task_id, agent_id), at most
+    MAX_STATE_BYTES (1 MiB)."""
 
     @abc.abstractmethod
     async def create(
@@ -277,7 +278,7 @@ class ScopedStateStore(abc.ABC):
         expected_version: int | None = None,
     ) -> ScopedState:
         """Replace the document (version + 1). NotFoundError if absent; VersionConflictError
-        when ``expected_version`` is given and stale; StateTooLargeError over 16 MB."""
+        when ``expected_version`` is given and stale; StateTooLargeError over MAX_STATE_BYTES."""
 
     @abc.abstractmethod
     async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool: ...

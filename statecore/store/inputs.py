@@ -2,7 +2,7 @@
 
 The contract promises that bad input raises a typed ``statecore.core.errors`` error and leaves the
 stored rows unchanged, on every backend. Keeping the checks (and the JSON encoding whose size
-the limits are measured on) in one backend-independent module is what makes "16 MB" or
+the limits are measured on) in one backend-independent module is what makes "1 MiB" or
 "limit 1..1000" mean the same thing in memory, SQLite, PostgreSQL and MariaDB.
 """
 
@@ -43,6 +43,7 @@ from statecore.core.models import (
     validate_identifier,
     validate_key,
     validate_text,
+    validate_turn_id,
 )
 
 #: No model has a context window anywhere near this; a bigger budget is a bug in the caller.
@@ -346,7 +347,7 @@ def checked_append(ref: Any, turn_id: Any, messages: Any, start_index: Any) -> l
     """Arguments of ``conversation.append``: its messages, checked. A turn holds at most
     MAX_TURN_MESSAGES messages, counted from ``start_index``."""
     check_ref(ref)
-    validate_identifier(turn_id, "turn_id")
+    validate_turn_id(turn_id)
     check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
     checked = check_messages(messages)
     if start_index + len(checked) > MAX_TURN_MESSAGES:
@@ -375,7 +376,7 @@ def checked_log(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
     for message in messages:
         row = revalidate(StoredMessage, message, "stored message")
         check_message(row.model_dump(include=set(Message.model_fields)))
-        validate_identifier(row.turn_id, "turn_id")
+        validate_turn_id(row.turn_id)
         row = row.model_copy(update={"created_at": check_aware(row.created_at, "created_at")})
         if log and row.seq <= log[-1].seq:
             raise InvalidInputError("restored messages must have strictly ascending seq")

@@ -52,17 +52,36 @@ from statecore.contract.session import (
 )
 from statecore.core.errors import (
     ERRORS_BY_CODE,
+    ContextBudgetError,
     InvalidInputError,
+    InvalidLimitError,
+    PayloadTooLargeError,
     StatecoreError,
+    TemporalRequestError,
     error_from_code,
     first_problem,
     validation_message,
 )
-from statecore.core.models import SessionRef, validate_identifier, validate_key
+from statecore.core.model_windows import context_budget
+from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
+from statecore.core.profile import SessionProfile, check_limit
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
 MAX_UPDATE_BYTES = MAX_TURN_REQUEST_BYTES
+#: Temporal's default payload size limit (the server's ``limit.blobSize.error``). A server
+#: configured lower needs ``AgentSessionClient(payload_limit_bytes=...)`` to match.
+DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
+#: gRPC's default message limit: one request (update-with-start carries the session's input
+#: and the turn) must fit in it as a whole.
+GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
+#: Below this no session input fits; a smaller setting is a mistake, not a configuration.
+MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
+#: How to send what is too large, in every refusal.
+LARGE_DATA_ADVICE = (
+    "send large data by reference: write it to KV or scoped state (or another store, as a "
+    "claim check) and send its key"
+)
 
 log = logging.getLogger("statecore.temporal.client")
 
@@ -89,6 +108,13 @@ class AgentSessionClient:
         task_queue: where new sessions run.
         namespace: statecore namespace (tenant) of the sessions this client opens.
         retry_for: how long ``send`` keeps retrying transient rejections before giving up.
+        payload_limit_bytes: the server's payload size limit (Temporal's default, 2 MiB):
+            a request over it, as encoded by the client's data converter and codec, is
+            refused with PayloadTooLarge before it is sent.
+        context_window: the context window (tokens) of the model the workers answer with,
+            if known. With it, or with ``profile.max_tokens`` in ``send``'s options, a message
+            that can never fit the session's context budget is refused before it is sent
+            (ContextBudgetExceeded, naming the budget) instead of after the turn started.
     """
 
     def __init__(
@@ -98,11 +124,71 @@ class AgentSessionClient:
         task_queue: str = DEFAULT_TASK_QUEUE,
         namespace: str = "default",
         retry_for: timedelta = timedelta(minutes=2),
+        payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
+        context_window: int | None = None,
     ) -> None:
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
         self.namespace = validate_identifier(namespace, "namespace")
         self.retry_for = retry_for
+        if (
+            isinstance(payload_limit_bytes, bool)
+            or not isinstance(payload_limit_bytes, int)
+            or not MIN_PAYLOAD_LIMIT_BYTES <= payload_limit_bytes <= GRPC_MESSAGE_LIMIT_BYTES
+        ):
+            raise InvalidLimitError(
+                f"payload_limit_bytes is {payload_limit_bytes!r}; use a whole number from "
+                f"{MIN_PAYLOAD_LIMIT_BYTES} to {GRPC_MESSAGE_LIMIT_BYTES} (the server's "
+                "payload limit, 2 MiB unless it was configured otherwise)"
+            )
+        self.payload_limit_bytes = payload_limit_bytes
+        self.context_window = (
+            None if context_window is None else check_limit(context_window, "context_window")
+        )
+
+    def check_fits_budget(self, message: SendMessageInput, profile: SessionProfile) -> None:
+        """Raise ContextBudgetError if ``message`` alone (with the reply's priming) is over
+        the session's context budget, when this client knows that budget: such a turn could
+        never run, whatever the session's history."""
+        if profile.max_tokens is None and self.context_window is None:
+            return
+        budget = context_budget(profile.max_tokens, self.context_window)
+        from statecore.core.tokens import TokenCounter  # tiktoken: loaded only when needed
+
+        needed = TokenCounter().count_messages([message.to_message()])
+        if needed > budget:
+            raise ContextBudgetError(
+                f"the message needs {needed} tokens and the session's context budget is "
+                f"{budget}: it can never fit. Shorten it, raise profile.max_tokens, or store "
+                "the text in KV or scoped state and send a reference",
+                needed=needed,
+                max_tokens=budget,
+            )
+
+    async def check_payloads(self, what: str, *values: Any) -> None:
+        """Raise PayloadTooLargeError if ``values``, encoded as this client sends them (data
+        converter and codec), hold a payload over the limit or do not fit one gRPC message.
+
+        The server admits an update or a start up to its limit and the worker then fails the
+        workflow task that would carry it; several updates near the limit fail together as
+        gRPC's "message too large". Refused here, nothing reaches the session."""
+        payloads = await self.client.data_converter.encode(list(values))
+        sizes = [payload.ByteSize() for payload in payloads]
+        largest = max(sizes, default=0)
+        if largest > self.payload_limit_bytes:
+            raise PayloadTooLargeError(
+                f"the {what} request is {largest} bytes as a Temporal payload; the limit is "
+                f"{self.payload_limit_bytes}: {LARGE_DATA_ADVICE}",
+                size=largest,
+                limit=self.payload_limit_bytes,
+            )
+        if sum(sizes) > GRPC_MESSAGE_LIMIT_BYTES:
+            raise PayloadTooLargeError(
+                f"the {what} request is {sum(sizes)} bytes in all; one request may carry at "
+                f"most {GRPC_MESSAGE_LIMIT_BYTES}: {LARGE_DATA_ADVICE}",
+                size=sum(sizes),
+                limit=GRPC_MESSAGE_LIMIT_BYTES,
+            )
 
     # --- sessions ------------------------------------------------------------------------------
 
@@ -129,6 +215,7 @@ class AgentSessionClient:
     ) -> WorkflowHandle[Any, Any]:
         """Start the session's workflow, or return the running one."""
         inp = self.session_input(agent_id, session_id, **options)
+        await self.check_payloads("start", inp)
         return await self.client.start_workflow(
             WORKFLOW_TYPE,
             inp,
@@ -157,11 +244,13 @@ class AgentSessionClient:
         ``on_retry(reason, seconds_left)`` is told each time a transient refusal (Temporal
         restarting, the session moving to a new run) is about to be retried."""
         turn_id = turn_id or uuid.uuid4().hex
-        validate_key(turn_id)
+        validate_turn_id(turn_id)
         # SendMessageInput refuses what the workflow would refuse, size included, before
         # anything reaches the server.
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
+        await self.check_payloads("send_message", session, message)
+        self.check_fits_budget(message, session.profile)
         # What the Web UI shows for the session, should this send start its workflow.
         summary = session_summary(agent_id, session_id)
         details = session_details(agent_id, session_id, self.namespace)
@@ -284,12 +373,14 @@ class AgentSessionClient:
         return SessionRef(namespace=self.namespace, agent_id=agent_id, session_id=session_id)
 
     async def _signal(self, agent_id: str, session_id: str, name: str, arg: Any) -> None:
+        await self.check_payloads(name, arg)
         try:
             await self.handle(agent_id, session_id).signal(name, arg)
         except RPCError as err:
             raise _typed(err) from err
 
     async def _update(self, handle: WorkflowHandle[Any, Any], name: str, arg: Any) -> SessionReport:
+        await self.check_payloads(name, arg)
         try:
             report: SessionReport = await handle.execute_update(
                 name, arg, result_type=SessionReport
@@ -336,6 +427,13 @@ def _transient(err: Exception) -> bool:
     if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
         return True
     if isinstance(err, RPCError):
+        if _too_large(err):
+            return False
+        if _WORKFLOW_TASK_FAILING in err.message:
+            # The session's workflow task is failing, e.g. on an update over the payload limit
+            # sent around this client (`temporal workflow update`): Temporal recovers once it
+            # drops that request, and the turn can go through then.
+            return True
         # Too many updates in flight (server limit 10), the run just continuing as new, or
         # Temporal restarting (refused, or the connection broken under the call).
         return err.status in (
@@ -348,23 +446,44 @@ def _transient(err: Exception) -> bool:
     return isinstance(cause, ApplicationError) and cause.type in _RETRYABLE_CODES
 
 
+#: How gRPC and the server word a request over a size limit (gRPC's own check says "message
+#: larger than max" or "Message too large"; the server's blob check names its limit).
+_TOO_LARGE_WORDS = ("larger than max", "message too large", "size limit", "blobsizelimit")
+
+
+_WORKFLOW_TASK_FAILING = "Workflow Task in failed state"
+
+
+def _too_large(err: RPCError) -> bool:
+    text = err.message.lower()
+    return any(words in text for words in _TOO_LARGE_WORDS)
+
+
 def _typed(err: Exception) -> StatecoreError:
-    """A Temporal failure as the statecore error its code names."""
+    """A Temporal failure as the statecore error its code names; one statecore does not know
+    becomes TemporalRequestFailed (always a code, never bare gRPC text)."""
     cause = getattr(err, "cause", None)
-    if isinstance(cause, ApplicationError):
-        typed = error_from_code(cause.type, cause.message)
-        return typed
+    if isinstance(cause, ApplicationError) and (cause.type or "") in ERRORS_BY_CODE:
+        return error_from_code(cause.type, cause.message)
     if isinstance(err, WorkflowQueryFailedError):
         # A failed query carries only its message; statecore's lead with their code.
         code, _, message = err.message.partition(": ")
         if code in ERRORS_BY_CODE:
             return error_from_code(code, message)
-        return StatecoreError(f"the query failed: {err.message}")
+        return TemporalRequestError(f"the query failed: {err.message}")
     if isinstance(err, RPCError):
+        if _too_large(err):
+            return PayloadTooLargeError(
+                f"Temporal refused the request as too large ({err.message}): {LARGE_DATA_ADVICE}"
+            )
         if err.status == RPCStatusCode.NOT_FOUND:
             return error_from_code("SessionNotFound", f"no such session workflow: {err.message}")
-        return StatecoreError(f"Temporal refused the request: {err.message}")
-    return StatecoreError(str(err))
+        return TemporalRequestError(f"Temporal refused the request: {err.message}")
+    if cause is not None:
+        kind = getattr(cause, "type", None) or type(cause).__name__
+        message = getattr(cause, "message", "") or str(cause)
+        return TemporalRequestError(f"the request failed ({kind}): {message}", cause=kind)
+    return TemporalRequestError(str(err))
 
 
 async def _settle(start: WithStartWorkflowOperation[Any, Any]) -> None:

@@ -47,7 +47,7 @@ from statecore.contract.activities import (
     GenerateResult,
     OrchestrationOp,
 )
-from statecore.core.models import Message, SessionRef, TokenUsage, validate_key
+from statecore.core.models import Message, SessionRef, TokenUsage, validate_turn_id
 from statecore.core.profile import SessionProfile
 from statecore.workflow.activity_calls import (
     MAX_ACTIVITY_INPUT_BYTES,
@@ -132,7 +132,7 @@ class Turn:
     """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
 
     def __init__(self, session: TurnSession, turn_id: str) -> None:
-        checked(lambda: validate_key(turn_id))
+        checked(lambda: validate_turn_id(turn_id))
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []

@@ -102,13 +102,24 @@ ACTIONS = {
     "ContentTooLarge": "Send less; keep large documents in KV or scoped state, send a reference.",
     "EmptyContent": "Send some text.",
     "UnknownStore": "Name stores among conversation, kv, state, flow, orchestration, tools, task.",
-    "StateTooLarge": "Keep the document under 16 MB; keep large data elsewhere by reference.",
+    "StateTooLarge": (
+        "Keep the document under 1 MiB; keep large data elsewhere by reference (claim check)."
+    ),
     "InvalidBundle": "Export the session again and copy the whole file; do not edit bundles.",
     "AlreadyExists": "Import with `replace=True` (or `--replace`), or into another session id.",
     "VersionConflict": "Re-read the state and apply the change again (optimistic concurrency).",
     "SessionNotFound": "Check the ids, or send a message: that opens the session.",
     "ResetRefused": 'Name what to clear: `{"stores": [...]}`, or `{"all": true}` for every store.',
     "UnknownOperation": "Use a name the session handles (case-sensitive); the message lists them.",
+    "InvalidLimit": "Use a whole number within the range the message gives (docs/limits.md).",
+    "ContextBudgetExceeded": (
+        "Shorten the message, raise `profile.max_tokens`, or store the text in KV or scoped"
+        " state and send a reference."
+    ),
+    "PayloadTooLarge": (
+        "Send large data by reference: write it to KV or scoped state (a claim check) and"
+        " send its key."
+    ),
 }
 
 

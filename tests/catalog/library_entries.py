@@ -71,6 +71,22 @@ _add(
         turn_id="turn 1",
     ),
     _client(
+        "send",
+        "client-turn-id-129",
+        "`turn_id` of 129 characters",
+        "InvalidIdentifier",
+        content="hi",
+        turn_id="t" * 129,
+    ),
+    _client(
+        "send",
+        "client-turn-id-colon",
+        '`turn_id="turn:1"`',
+        "InvalidIdentifier",
+        content="hi",
+        turn_id="turn:1",
+    ),
+    _client(
         "reset", "client-reset-unknown-store", '`stores=["nope"]`', "UnknownStore", stores=["nope"]
     ),
     _client("reset", "client-reset-names-nothing", "no stores and no `all_stores`", "ResetRefused"),
@@ -133,6 +149,28 @@ _add(
         '`namespace="tenant one"`',
         "InvalidIdentifier",
         ClientCall("__init__", {"namespace": "tenant one"}),
+    ),
+    Entry(
+        "client-payload-limit-tiny",
+        "`AgentSessionClient(...)`",
+        "`payload_limit_bytes=100` (below any session input)",
+        "InvalidLimit",
+        ClientCall("__init__", {"payload_limit_bytes": 100}),
+    ),
+    Entry(
+        "client-payload-limit-string",
+        "`AgentSessionClient(...)`",
+        '`payload_limit_bytes="2MiB"`',
+        "InvalidLimit",
+        ClientCall("__init__", {"payload_limit_bytes": "2MiB"}),
+    ),
+    _client(
+        "send",
+        "client-message-over-budget",
+        "a message of about 3,000 tokens with `profile.max_tokens` 1,000",
+        "ContextBudgetExceeded",
+        content=" ".join(f"word{i}" for i in range(1500)),
+        profile={"max_tokens": 1000, "summarization_threshold": 800},
     ),
 )
 
@@ -213,7 +251,7 @@ _add(
     ),
     _turn(
         "turn-state-over-16mb",
-        "a scoped-state document over 16 MB (committed without a model call)",
+        "a scoped-state document over 1 MiB (committed without a model call)",
         "StateTooLarge",
         notes_size=MAX_STATE_BYTES,
         commit_only=True,

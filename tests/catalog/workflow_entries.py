@@ -112,6 +112,18 @@ _add(
         "InvalidIdentifier",
     ),
     _send(
+        "send-turn-id-129",
+        "turn_id of 129 characters (the store's limit is 128)",
+        as_json({"turn_id": "t" * 129, "content": "hi"}),
+        "InvalidIdentifier",
+    ),
+    _send(
+        "send-turn-id-colon",
+        "turn_id `turn:1` (':' separates workflow id parts; no id may hold it)",
+        as_json({"turn_id": "turn:1", "content": "hi"}),
+        "InvalidIdentifier",
+    ),
+    _send(
         "send-role-assistant",
         "`role: assistant` (a turn starts with a user or system message)",
         as_json({"turn_id": "x", "content": "hi", "role": "assistant"}),

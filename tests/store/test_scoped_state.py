@@ -115,13 +115,13 @@ async def test_documents_round_trip_exactly(store: StateStore, ns: str) -> None:
     assert state is not None and state.state == document
 
 
-async def test_16_mb_limit_is_exact_and_writes_nothing_when_exceeded(
+async def test_state_limit_is_exact_and_writes_nothing_when_exceeded(
     store: StateStore, ns: str
 ) -> None:
     at_limit = _document(MAX_STATE_BYTES)
     async with store.transaction() as tx:
         await tx.state.create(ns, "t", "a", {"small": True})
-        # Exactly 16 MB is allowed, on every backend.
+        # Exactly the limit is allowed, on every backend.
         await tx.state.create(ns, "t", "full", at_limit)
     async with store.transaction() as tx:
         stored = await tx.state.get(ns, "t", "full")
@@ -141,7 +141,7 @@ async def test_16_mb_limit_is_exact_and_writes_nothing_when_exceeded(
 
 
 async def test_size_is_measured_in_utf8_bytes(store: StateStore, ns: str) -> None:
-    # 'é' is one character but two bytes: fewer than 16 M characters can be over 16 MB.
+    # 'é' is one character but two bytes: fewer characters than the limit can be over it.
     over = _document(MAX_STATE_BYTES + 1, "é")
     assert len(over["blob"]) < MAX_STATE_BYTES
     with pytest.raises(StateTooLargeError):

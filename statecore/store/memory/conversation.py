@@ -11,8 +11,8 @@ from statecore.core.models import (
     SessionRef,
     StoredMessage,
     Summary,
-    validate_identifier,
     validate_text,
+    validate_turn_id,
 )
 from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
@@ -78,7 +78,7 @@ class MemoryConversationStore(ConversationStore):
 
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
         check_ref(ref)
-        validate_identifier(turn_id, "turn_id")
+        validate_turn_id(turn_id)
         part = self._ctx.session(ref)
         found = sorted(
             (index, pos) for (turn, index), pos in part.by_turn.items() if turn == turn_id

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from statecore.core.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
-from statecore.core.models import SessionInfo, SessionRef
+from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql.schema import sessions
 
@@ -145,7 +145,7 @@ class SqlContext:
         """Refuse a document the server would reject as one oversized statement.
 
         MariaDB/MySQL drop a statement over ``max_allowed_packet`` (16 MiB by default on
-        MariaDB, below the 16 MB state limit) with an OperationalError that a retry can never
+        MariaDB, 1 MiB when set low) with an OperationalError that a retry can never
         fix, so it becomes a typed error here, before anything is sent."""
         if self.max_packet is None:
             return
@@ -157,7 +157,7 @@ class SqlContext:
                 f"{what} is {len(raw)} bytes, more than this MariaDB/MySQL server accepts in "
                 f"one statement (max_allowed_packet = {self.max_packet}). Raise the server's "
                 "max_allowed_packet to 64M (the MySQL 8 default) to store documents up to the "
-                "16 MB limit",
+                f"{MAX_STATE_BYTES}-byte limit",
                 size=len(raw),
                 limit=self.max_packet,
             )

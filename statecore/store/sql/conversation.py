@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Select, bindparam, delete, insert, select
 
 from statecore.core.errors import AlreadyExistsError
-from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
+from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_turn_id
 from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
@@ -90,7 +90,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
 
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
         check_ref(ref)
-        validate_identifier(turn_id, "turn_id")
+        validate_turn_id(turn_id)
         session = await self._ctx.session_row(ref)
         rows = await self._ctx.conn.execute(
             select(message_table)

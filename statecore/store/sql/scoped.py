@@ -1,7 +1,8 @@
 """Agentex scoped state in SQL: one versioned JSON document per (namespace, task_id, agent_id).
 
 The document is serialised and measured before any statement runs, so a document over the
-16 MB limit raises StateTooLargeError with nothing written.
+MAX_STATE_BYTES limit (1 MiB, what a turn can read back) raises StateTooLargeError with
+nothing written.
 """
 
 from __future__ import annotations
@@ -173,5 +174,5 @@ class SqlScopedStateStore(ScopedStateStore):
                 delete(scoped_states).where(tuple_(c.namespace, c.task_id, c.agent_id).in_(chunk))
             )
         for document in rows.values():
-            # One row per statement: documents can be up to 16 MB each.
+            # One row per statement: documents can be up to MAX_STATE_BYTES each.
             await self._ctx.conn.execute(insert(scoped_states).values(document))

@@ -175,7 +175,7 @@ class SqlStateStore(StateStore):
             _open_in_task.reset(token)
 
     async def _max_packet(self, conn: AsyncConnection) -> int | None:
-        # Read once: the server's cap on one statement, which a 16 MB document can exceed.
+        # Read once: the server's cap on one statement, which a large document can exceed.
         if self.dialect != "mysql":
             return None
         if self._max_packet_bytes is None:

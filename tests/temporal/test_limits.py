@@ -1,0 +1,245 @@
+"""Limits at the real entry points: the Python client and the `temporal` CLI against a live
+session. A refused request writes nothing to history, and the next turn is answered at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statecore.core.errors import (
+    ContentTooLargeError,
+    ContextBudgetError,
+    InvalidIdentifierError,
+    PayloadTooLargeError,
+    StatecoreError,
+    StateTooLargeError,
+)
+from statecore.core.identifiers import MAX_ID_LENGTH
+from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, SessionRef
+from statecore.store import open_store
+from statecore.store.inputs import encode_state
+from statecore.temporal.devserver import DevServer
+from tests.catalog.turn_api_workflow import CatalogAgent
+from tests.temporal.conftest import Env, temporal_cli
+
+pytestmark = pytest.mark.temporal
+
+#: "At once": a wedged workflow task is retried after about 10 s; a healthy turn takes well
+#: under a second on the offline model.
+AT_ONCE = 8
+
+
+async def _event_count(env: Env, workflow_id: str) -> int:
+    handle = env.client.get_workflow_handle(workflow_id)
+    return len((await handle.fetch_history()).events)
+
+
+@pytest.mark.parametrize("turn_id", ["t" * (MAX_ID_LENGTH + 1), "turn:1"])
+async def test_a_bad_turn_id_is_refused_before_acceptance(
+    env: Env, dev_server: DevServer, turn_id: str
+) -> None:
+    sessions = env.sessions
+    await sessions.send(env.agent, "ids", "hello", turn_id="first")
+    workflow_id = sessions.workflow_id(env.agent, "ids")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(InvalidIdentifierError):
+        await sessions.send(env.agent, "ids", "hi", turn_id=turn_id)
+
+    # The operator's way: the real temporal CLI with a raw JSON input.
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [
+            *temporal_cli(dev_server),
+            "workflow",
+            "update",
+            "execute",
+            "--workflow-id",
+            workflow_id,
+            "--name",
+            "send_message",
+            "--input",
+            f'{{"turn_id": "{turn_id}", "content": "hi"}}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "InvalidIdentifier" in done.stdout + done.stderr
+    # A validator's refusal writes nothing to history.
+    assert await _event_count(env, workflow_id) == before
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await sessions.send(env.agent, "ids", "still here", turn_id="second")
+    assert result.turn == 2
+
+
+# --- the payload limit (client side) ----------------------------------------------------------
+
+
+async def test_a_request_over_the_payload_limit_is_refused_before_sending(env: Env) -> None:
+    small = env.new_client(payload_limit_bytes=64 * 1024)
+    await small.send(env.agent, "payload", "hello", turn_id="first")
+    workflow_id = small.workflow_id(env.agent, "payload")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(PayloadTooLargeError) as refused:
+        await small.send(env.agent, "payload", "x" * 100_000, turn_id="big")
+    assert refused.value.code == "PayloadTooLarge"
+    assert "65536" in refused.value.message
+    assert "KV or scoped state" in refused.value.message
+    with pytest.raises(PayloadTooLargeError):
+        await small.check_payloads("add_hint", {"text": "h" * 70_000})
+    assert await _event_count(env, workflow_id) == before
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await small.send(env.agent, "payload", "still here", turn_id="second")
+    assert result.turn == 2
+
+
+async def test_a_message_over_temporals_limit_gets_a_typed_refusal(env: Env) -> None:
+    with pytest.raises(ContentTooLargeError) as refused:
+        await env.sessions.send(env.agent, "huge", "x" * (5 * 1024 * 1024 // 2), turn_id="t")
+    assert refused.value.code in ("ContentTooLarge", "PayloadTooLarge")
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "huge", "small", turn_id="t2")
+    assert result.turn == 1
+
+
+async def test_concurrent_near_limit_turns_are_typed_and_the_session_keeps_going(
+    env: Env,
+) -> None:
+    await env.sessions.send(env.agent, "near", "hello", turn_id="first")
+    content = "y" * (MAX_MESSAGE_BYTES - 1024)
+    outcomes = await asyncio.gather(
+        *(env.sessions.send(env.agent, "near", content, turn_id=f"n{i}") for i in range(6)),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        # Each either answered or was refused with a code, never gRPC text.
+        if isinstance(outcome, BaseException):
+            assert isinstance(outcome, StatecoreError), repr(outcome)
+            assert type(outcome) is not StatecoreError, repr(outcome)
+    async with asyncio.timeout(AT_ONCE * 2):
+        result = await env.sessions.send(env.agent, "near", "after", turn_id="after")
+    assert not result.duplicate
+
+
+async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    await env.sessions.send(env.agent, "raw", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw")
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"turn_id": "big", "content": "z" * (5 * 1024 * 1024 // 2)}))
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [
+            *temporal_cli(dev_server),
+            "workflow",
+            "update",
+            "execute",
+            "--workflow-id",
+            workflow_id,
+            "--name",
+            "send_message",
+            "--input-file",
+            str(big),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    # Temporal admits an update up to gRPC's 4 MiB, and the worker then cannot even send the
+    # validator's rejection (it echoes the request): the workflow task fails until Temporal
+    # drops the update. The client rides that out instead of failing, with a typed error
+    # only if it lasts longer than its retry_for.
+    async with asyncio.timeout(120):
+        result = await env.sessions.send(env.agent, "raw", "after", turn_id="after")
+    assert result.turn == 2
+
+
+# --- every value the store accepts, a turn can read back --------------------------------------
+
+
+async def test_a_turn_reads_back_the_largest_state_the_store_accepts(
+    env_factory: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'readback.db'}"
+    async with env_factory(url, extra_workflows=[CatalogAgent]) as env:
+        ref = SessionRef(agent_id=env.agent, session_id="big-state")
+        handle = await env.client.start_workflow(
+            "CatalogAgent", ref, id=f"readback:{env.agent}", task_queue=env.task_queue
+        )
+        assert await handle.execute_update("turn", {"turn_id": "t1"}, result_type=int) == 1
+        overhead = len(encode_state({"text": "", "turns": 0}).encode())
+        at_limit = {"text": "x" * (MAX_STATE_BYTES - overhead), "turns": 0}
+        assert len(encode_state(at_limit).encode()) == MAX_STATE_BYTES
+        store = await open_store(url)
+        try:
+            # One byte over is refused by the store: nothing a turn could not read is stored.
+            with pytest.raises(StateTooLargeError):
+                async with store.transaction() as tx:
+                    await tx.state.create(
+                        ref.namespace, ref.session_id, ref.agent_id, {**at_limit, "turns": 10}
+                    )
+            async with store.transaction() as tx:
+                await tx.state.create(ref.namespace, ref.session_id, ref.agent_id, at_limit)
+        finally:
+            await store.close()
+        # The turn reads the whole document (turn.state.get) and writes a small one.
+        async with asyncio.timeout(AT_ONCE * 2):
+            turn = await handle.execute_update(
+                "turn", {"turn_id": "t2", "notes_size": 3}, result_type=int
+            )
+        assert turn == 2
+
+
+# --- the context budget -----------------------------------------------------------------------
+
+
+def _words(tokens_about: int) -> str:
+    # " wordNNN" is about two tokens in cl100k_base.
+    return " ".join(f"word{i}" for i in range(tokens_about // 2))
+
+
+async def test_a_long_prompt_works_out_of_the_box(env: Env) -> None:
+    # Over the old fixed default of 4,096 tokens; the offline model's window is 128,000.
+    result = await env.sessions.send(env.agent, "long", _words(12_000), turn_id="long")
+    assert result.turn == 1
+    assert result.context_tokens > 4096
+
+
+async def test_a_message_that_can_never_fit_is_refused_before_sending(env: Env) -> None:
+    await env.sessions.send(env.agent, "budget", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "budget")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(ContextBudgetError) as refused:
+        await env.sessions.send(
+            env.agent,
+            "budget",
+            _words(3000),
+            turn_id="big",
+            profile={"max_tokens": 1000, "summarization_threshold": 800},
+        )
+    assert "budget is 1000" in refused.value.message
+    # Told the model's window, the client refuses by it when the profile names no budget.
+    small_window = env.new_client(context_window=2000)
+    with pytest.raises(ContextBudgetError) as by_window:
+        await small_window.send(env.agent, "budget", _words(3000), turn_id="big")
+    assert "budget is 1500" in by_window.value.message
+    assert await _event_count(env, workflow_id) == before
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "budget", "still here", turn_id="second")
+    assert result.turn == 2
