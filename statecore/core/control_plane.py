@@ -25,6 +25,7 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.profile import SessionProfile
+from statecore.core.shares import invalidate_owner, invalidate_shares
 from statecore.core.summarizers import Summarizer
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import StateStore, StoreTransaction
@@ -103,6 +104,10 @@ async def reset_session_stores(
         else:
             report.metadata.update(await _clear_store(tx, ref, name))
             result.cleared.append(name)
+        # Tokens name the state as it was when shared; after a reset they are refused, even
+        # when the store was already empty (a new document may be written next).
+        if await invalidate_shares(tx, ref, name):
+            report.metadata["shares_invalidated"] = True
         result.stores.append(report)
     return result
 
@@ -256,6 +261,8 @@ async def _sweep_batch(
     moment = now or tx.now
     batch = await tx.sessions.expired(moment, limit=SWEEP_BATCH)
     deleted = [ref for ref in batch if await tx.sessions.delete(ref)]
+    for ref in deleted:
+        await invalidate_owner(tx, ref)
     return moment, batch, deleted
 
 

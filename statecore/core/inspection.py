@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from statecore.core.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
+from statecore.core.shares import share_summaries
 from statecore.store.base import StoreTransaction
 from statecore.store.kv_partition import TOOL_BUCKET_PREFIX, bucket_store, store_key_counts
 
@@ -243,4 +244,10 @@ async def inspect_session(
         "tools": tools,
         "task": task,
     }
+    for kind in ("state", "kv"):
+        # Who was given access to this session's state, and who used it (operators revoke
+        # by share_id: ``statecore shares revoke``).
+        shares = await share_summaries(tx, ref, kind)  # type: ignore[arg-type]
+        if shares:
+            reports[kind].metadata["shares"] = shares[-MAX_LISTED_NAMES:]
     return [reports[name] for name in ALL_STORES]

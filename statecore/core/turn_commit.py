@@ -18,6 +18,7 @@ from statecore.contract.activities import CommitTurnInput, CommitTurnResult, Ses
 from statecore.contract.session import LogCounters
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
+from statecore.core.shares import apply_share_changes
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
@@ -86,6 +87,7 @@ async def commit_turn(
         await tx.flow.save(ref, fop.flow_id, fop.step, fop.data)
     state_version = await _apply_state(tx, commit)
     await _apply_orchestration(tx, commit)
+    await apply_share_changes(tx, ref, commit.shares)
 
     info = await tx.sessions.get(ref)
     assert info is not None  # ensured above, same transaction
