@@ -24,6 +24,12 @@ ShareKind = Literal["state", "kv"]
 ShareAccess = Literal["read", "read-write"]
 
 
+class NewShareTokenInput(StatecoreModel):
+    """The session asking for a token (for logs; the token names no session until granted)."""
+
+    ref: SessionRef
+
+
 class NewShareToken(StatecoreModel):
     """A fresh token and the id operators see for it (``share_id``, derived from its hash)."""
 
