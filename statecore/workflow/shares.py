@@ -183,7 +183,9 @@ class TurnShares:
         self._state_writes: dict[str, SharedWriteOp] = {}
 
     async def _new(self) -> NewShareToken:
-        made: NewShareToken = await self._session.run_sql(ACT_NEW_SHARE_TOKEN, None, NewShareToken)
+        made: NewShareToken = await self._session.run_sql(
+            ACT_NEW_SHARE_TOKEN, NewShareTokenInput(ref=self._session.ref), NewShareToken
+        )
         return made
 
     async def share_state(
