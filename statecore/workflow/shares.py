@@ -30,6 +30,7 @@ from statecore.contract.shares import (
     ACT_READ_SHARED_KV,
     ACT_REDEEM_SHARE,
     NewShareToken,
+    NewShareTokenInput,
     ReadSharedKVInput,
     ReadSharedKVResult,
     RedeemShareInput,
