@@ -27,7 +27,10 @@ UNPREFIXED = {
     "flow_checkpoints",
     "orchestration_states",
 }
-PREFIXED = {f"statecore_{name}" for name in UNPREFIXED}
+#: The change feed's tables (revision 0005), which never had unprefixed names.
+FEED_TABLES = {"statecore_events", "statecore_event_heads"}
+#: Every table at head.
+PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | FEED_TABLES
 
 
 async def table_names(url: str) -> set[str]:

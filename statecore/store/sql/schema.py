@@ -210,6 +210,39 @@ class OrchestrationRow(Base):
     completion_tokens: Mapped[int] = mapped_column(BigInteger)
 
 
+class EventRow(Base):
+    """One event of a namespace's change feed: what a commit touched (ids, sizes), never
+    the content. ``seq`` counts 1, 2, 3, ... per namespace in commit order."""
+
+    __tablename__ = TABLE_PREFIX + "events"
+    __table_args__ = (
+        UniqueConstraint("namespace", "seq"),
+        Index(None, "created_at"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(32))
+    agent_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    session_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    turn_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    detail: Mapped[str] = mapped_column(medium_text())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class EventHeadRow(Base):
+    """The last event number of each namespace. Its row lock, held from numbering to commit,
+    is what keeps concurrent commits' numbers in commit order (statecore.store.sql.events)."""
+
+    __tablename__ = TABLE_PREFIX + "event_heads"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH), primary_key=True)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+
+
 metadata = Base.metadata
 # Looked up in the metadata (typed Table) rather than read from ``Row.__table__`` (typed as
 # any FromClause), so insert/update/delete accept them as they are.
@@ -220,3 +253,5 @@ kv_entries = metadata.tables[KVEntryRow.__tablename__]
 scoped_states = metadata.tables[ScopedStateRow.__tablename__]
 flow_checkpoints = metadata.tables[FlowCheckpointRow.__tablename__]
 orchestration_states = metadata.tables[OrchestrationRow.__tablename__]
+events = metadata.tables[EventRow.__tablename__]
+event_heads = metadata.tables[EventHeadRow.__tablename__]
