@@ -29,6 +29,8 @@ from statecore.core.bundle_format import (
     dump_bundle,
     load_bundle,
 )
+from statecore.core.change_events import NewEvent
+from statecore.core.change_records import record, session_event
 from statecore.core.errors import (
     AlreadyExistsError,
     BundleError,
@@ -243,7 +245,9 @@ async def import_session(
         if occupied:
             await _clear_target(tx, target)
         await _restore_checked(tx, bundle, target)
-        return occupied, await inspect_session(tx, target)
+        reports = await inspect_session(tx, target)
+        await record(tx, target.namespace, [session_event("import", target, replaced=occupied)])
+        return occupied, reports
 
     occupied, reports = await run_transaction(store, work)
     return StateOperationResult(
@@ -291,6 +295,11 @@ async def import_namespace(
             await tx.state.restore(
                 [s.model_copy(update={"namespace": target_ns}) for s in bundle.states]
             )
+        await record(
+            tx,
+            target_ns,
+            [NewEvent.of("import", None, sessions=len(bundle.sessions), replaced=existed)],
+        )
         return existed
 
     existed = await run_transaction(store, work)

@@ -16,6 +16,7 @@ from typing import Any
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.contract.session import LogCounters
+from statecore.core.change_records import record, turn_events
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
 from statecore.core.shares import apply_share_changes
@@ -113,6 +114,7 @@ async def commit_turn(
         # must roll this transaction back and read that result instead.
         raise
     await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, _LATEST_KEY, {"turn": commit.turn})
+    await record(tx, ref.namespace, turn_events(commit, stored, state_version))
     return result
 
 
