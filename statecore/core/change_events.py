@@ -72,11 +72,16 @@ class NewEvent(StatecoreModel):
         return text
 
 
-class ChangeEvent(NewEvent):
-    """A recorded event: its place in the namespace's feed and when it committed."""
+class ChangeEvent(StatecoreModel):
+    """A recorded event: its place in the namespace's feed, what changed, when it committed."""
 
     namespace: str
     seq: int
+    kind: EventKind
+    agent_id: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
     created_at: datetime
 
 
