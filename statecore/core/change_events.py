@@ -57,7 +57,9 @@ class NewEvent(StatecoreModel):
         turn_id: str | None = None,
         **detail: JsonValue,
     ) -> NewEvent:
-        return cls(
+        # Built by statecore from already validated ids on every commit: skipping
+        # validation here is most of what keeps the feed's cost per turn small.
+        return cls.model_construct(
             kind=kind,
             agent_id=ref.agent_id if ref else None,
             session_id=ref.session_id if ref else None,

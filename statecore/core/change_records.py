@@ -10,16 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from statecore.contract.activities import CommitTurnInput
-from statecore.core.change_events import ChangeEvent, NewEvent, json_bytes
+from statecore.core.change_events import NewEvent, json_bytes
 from statecore.core.models import SessionRef, StoredMessage
 from statecore.core.shares import share_id_of
 from statecore.store.base import StoreTransaction
 
 
-async def record(
-    tx: StoreTransaction, namespace: str, events: Sequence[NewEvent]
-) -> list[ChangeEvent]:
-    """Append ``events`` to the namespace's feed, in ``tx``."""
+async def record(tx: StoreTransaction, namespace: str, events: Sequence[NewEvent]) -> int:
+    """Append ``events`` to the namespace's feed, in ``tx``; returns the first number."""
     return await tx.events.append(namespace, events)
 
 

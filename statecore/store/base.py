@@ -368,9 +368,10 @@ class EventStore(abc.ABC):
     """The change feed of each namespace (``statecore.core.change_events``)."""
 
     @abc.abstractmethod
-    async def append(self, namespace: str, events: Sequence[NewEvent]) -> list[ChangeEvent]:
-        """Record ``events`` in this transaction, numbered after the namespace's last event.
-        The numbers become visible with the commit, in commit order and without gaps."""
+    async def append(self, namespace: str, events: Sequence[NewEvent]) -> int:
+        """Record ``events`` in this transaction, numbered after the namespace's last event;
+        returns the first number (0 when ``events`` is empty). The numbers become visible
+        with the commit, in commit order and without gaps."""
 
     @abc.abstractmethod
     async def read(self, namespace: str, *, after: int = 0, limit: int = 500) -> list[ChangeEvent]:

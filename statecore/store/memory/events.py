@@ -16,10 +16,10 @@ class MemoryEventStore(EventStore):
     def __init__(self, ctx: TxContext) -> None:
         self._ctx = ctx
 
-    async def append(self, namespace: str, events: Sequence[NewEvent]) -> list[ChangeEvent]:
+    async def append(self, namespace: str, events: Sequence[NewEvent]) -> int:
         validate_identifier(namespace, "namespace")
         if not events:
-            return []
+            return 0
         ws = self._ctx.ws
         last = ws.event_heads.get(namespace) or 0
         recorded = assign(namespace, last + 1, self._ctx.now, events)
@@ -31,7 +31,7 @@ class MemoryEventStore(EventStore):
             ws.events.put(namespace, feed)
         feed.extend(recorded)
         ws.event_heads.put(namespace, last + len(events))
-        return recorded
+        return last + 1
 
     async def read(self, namespace: str, *, after: int = 0, limit: int = 500) -> list[ChangeEvent]:
         validate_identifier(namespace, "namespace")
