@@ -63,6 +63,13 @@ _EXPORTS: dict[str, str] = {
     "StateStore": "statecore.store",
     "open_store": "statecore.store",
     "run_transaction": "statecore.store",
+    # The change feed: every committed change, in order (docs/shared_state.md).
+    "ChangeEvent": "statecore.core.change_events",
+    "follow_events": "statecore.store.feed",
+    "read_events": "statecore.store.feed",
+    # Share tokens inside a turn (``turn.shares``).
+    "SharedState": "statecore.workflow.shares",
+    "SharedKV": "statecore.workflow.shares",
     # Models (the LLM kind).
     "ChatModel": "statecore.llm",
     "ModelRequest": "statecore.llm",
@@ -80,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "SessionClosedError": "statecore.core.errors",
     "SessionDrainingError": "statecore.core.errors",
     "ModelError": "statecore.core.errors",
+    "ShareError": "statecore.core.errors",
 }
 
 # Spelled out (not derived from _EXPORTS) so tools that read __all__ statically see it;
@@ -90,6 +98,7 @@ __all__ = [
     "WORKFLOW_TYPE",
     "AgentSession",
     "AgentSessionClient",
+    "ChangeEvent",
     "ChatModel",
     "ConflictError",
     "ConnectionConfig",
@@ -116,6 +125,9 @@ __all__ = [
     "SessionRef",
     "SessionReport",
     "SessionStateError",
+    "ShareError",
+    "SharedKV",
+    "SharedState",
     "StateOperationResult",
     "StateStore",
     "StatecoreError",
@@ -133,8 +145,10 @@ __all__ = [
     "__version__",
     "current_revision",
     "encrypted_data_converter",
+    "follow_events",
     "generate_key",
     "open_store",
+    "read_events",
     "run_transaction",
     "run_worker",
     "upgrade_database",
@@ -167,6 +181,7 @@ if TYPE_CHECKING:
         TurnResult,
         workflow_id_for,
     )
+    from statecore.core.change_events import ChangeEvent
     from statecore.core.errors import (
         ConflictError,
         InvalidInputError,
@@ -177,6 +192,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SessionPausedError,
         SessionStateError,
+        ShareError,
         StatecoreError,
     )
     from statecore.core.models import (
@@ -205,9 +221,11 @@ if TYPE_CHECKING:
         OpenAICompatibleModel,
     )
     from statecore.store import StateStore, open_store, run_transaction
+    from statecore.store.feed import follow_events, read_events
     from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
     from statecore.temporal.client import AgentSessionClient
     from statecore.temporal.connection import ConnectionConfig
     from statecore.temporal.plugin import StatecorePlugin
     from statecore.temporal.worker import WorkerConfig, run_worker
+    from statecore.workflow.shares import SharedKV, SharedState
     from statecore.workflow.turn import Turn, TurnSession

@@ -348,3 +348,51 @@ async def test_session_clients_of_two_tenants_never_meet(dev_server: DevServer) 
         await a.compact(agent, "s1", strategy="recent", max_messages=1)
         await assert_only_changed(url, before, owner(refs["a"]))
         assert len(await _log(url, refs["a"])) == 2  # compaction keeps the log
+
+
+# --- share tokens ----------------------------------------------------------------------------
+
+
+async def test_a_share_reaches_only_the_shared_state_of_its_own_namespace(
+    store: SqlStateStore, pg_url: str, tenants: Tenants
+) -> None:
+    from statecore.contract.activities import CommitTurnInput
+    from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp
+    from statecore.core.errors import ShareTokenUnknownError
+    from statecore.core.shares import new_token
+    from statecore.core.turn_commit import commit_turn
+
+    victim = tenants.victim
+    ticket = new_token()
+    grant = ShareGrantOp(token=ticket.token, kind="state", access="read-write")
+    async with store.transaction() as tx:
+        await commit_turn(
+            tx,
+            CommitTurnInput(
+                ref=victim, turn_id="share-1", turn=90, shares=ShareChanges(grants=[grant])
+            ),
+        )
+    write = ShareChanges(
+        writes=[SharedWriteOp(token=ticket.token, op="state", state={"label": "shared"})]
+    )
+    before = await rows_by_owner(pg_url)
+    # The twin ids in the other tenant do not know the token: nothing anywhere changes.
+    twin = SessionRef(namespace=tenants.b, agent_id="coder", session_id="s1")
+    with pytest.raises(ShareTokenUnknownError):
+        async with store.transaction() as tx:
+            await commit_turn(tx, CommitTurnInput(ref=twin, turn_id="w1", turn=91, shares=write))
+    assert await rows_by_owner(pg_url) == before
+
+    # A session of the same tenant writes the victim's document, and nothing else of anyone.
+    writer = SessionRef(namespace=tenants.a, agent_id="coder", session_id="s1")
+    async with store.transaction() as tx:
+        await commit_turn(tx, CommitTurnInput(ref=writer, turn_id="w1", turn=91, shares=write))
+    ns_rows = (tenants.a, "", "")
+    after = await assert_only_changed(pg_url, before, owner(victim), owner(writer), ns_rows)
+    assert after[owner(victim)] != before[owner(victim)]
+    for ref in (victim, twin):
+        report = await control.describe(store, ref)
+        assert foreign_labels(report, owner(ref), tenants) == []
+        state_report = report.store("state")
+        assert state_report is not None
+        assert ("shares" in state_report.metadata) == (ref == victim)

@@ -23,6 +23,7 @@ from statecore.contract.activities import (
     SessionSnapshot,
 )
 from statecore.core import control_plane as control
+from statecore.core.change_records import record, session_event
 from statecore.core.compaction import CompactionRequest
 from statecore.core.models import StateOperationResult
 from statecore.core.turn_commit import snapshot
@@ -95,7 +96,8 @@ class ControlActivities:
 
         async def add(tx: StoreTransaction) -> None:
             await tx.sessions.ensure(input.ref)
-            await tx.conversation.add_hint(input.ref, input.hint or "")
+            hint = await tx.conversation.add_hint(input.ref, input.hint or "")
+            await record(tx, input.ref.namespace, [session_event("hint", input.ref, id=hint.id)])
 
         await run_transaction(self._r.store, add)
         report = await control.describe(self._r.store, input.ref)

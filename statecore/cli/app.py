@@ -10,7 +10,17 @@ import sys
 import traceback
 from typing import ClassVar, NoReturn
 
-from statecore.cli import bundles, chat, database, dev, listing, operate, worker
+from statecore.cli import (
+    bundles,
+    chat,
+    database,
+    dev,
+    events,
+    listing,
+    operate,
+    shares,
+    worker,
+)
 from statecore.cli.exits import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
@@ -58,7 +68,7 @@ def build_parser() -> Parser:
     )
     add_global_options(parser, with_defaults=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dev, worker, chat, listing, operate, bundles, database):
+    for module in (dev, worker, chat, listing, operate, bundles, database, shares, events):
         module.register(commands)
     return parser
 

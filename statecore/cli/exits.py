@@ -16,6 +16,7 @@ from statecore.core.errors import (
     NotFoundError,
     ResetRefusedError,
     SessionStateError,
+    ShareTokenUnknownError,
     StatecoreError,
     first_problem,
 )
@@ -89,7 +90,7 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_UNREACHABLE
     if isinstance(exc, StatecoreError) and _rpc_unreachable(exc.__cause__):
         return EXIT_UNREACHABLE
-    if isinstance(exc, NotFoundError):
+    if isinstance(exc, NotFoundError | ShareTokenUnknownError):
         return EXIT_NOT_FOUND
     if isinstance(exc, SessionStateError | ConflictError | ResetRefusedError):
         return EXIT_REFUSED

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from statecore.contract.session import CompactInput, LogCounters
+from statecore.contract.shares import ShareChanges
 from statecore.core.errors import InvalidInputError
 from statecore.core.models import (
     DEFAULT_SESSION_TTL_SECONDS,
@@ -123,6 +124,8 @@ class CommitTurnInput(StatecoreModel):
     state: StateOp | None = None
     orchestration: OrchestrationOp | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: Grants, revocations and writes through redeemed share tokens (statecore.core.shares).
+    shares: ShareChanges | None = None
     #: The model call's outcome, stored with the turn (a turn without a model call has none).
     result: ModelOutcome | None = None
 

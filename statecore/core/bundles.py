@@ -29,6 +29,8 @@ from statecore.core.bundle_format import (
     dump_bundle,
     load_bundle,
 )
+from statecore.core.change_events import NewEvent
+from statecore.core.change_records import record, session_event
 from statecore.core.errors import (
     AlreadyExistsError,
     BundleError,
@@ -46,6 +48,7 @@ from statecore.core.models import (
     StoredMessage,
     validate_identifier,
 )
+from statecore.core.shares import invalidate_owner, is_share_entry
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.retry import run_transaction
 
@@ -137,7 +140,11 @@ async def export_namespace(
                 on_session(len(sessions), len(refs))
         owned = {(ref.session_id, ref.agent_id) for ref in refs}
         states = [s for s in await tx.state.list(namespace) if (s.task_id, s.agent_id) not in owned]
-        shared_kv = await tx.kv.entries(KVScope(namespace=namespace, owner=""))
+        shared_kv = [
+            e
+            for e in await tx.kv.entries(KVScope(namespace=namespace, owner=""))
+            if not is_share_entry(e)
+        ]
         return NamespaceBundle(
             exported_at=tx.now,
             namespace=namespace,
@@ -206,6 +213,7 @@ async def _restore_checked(tx: StoreTransaction, bundle: SessionBundle, target: 
 
 async def _clear_target(tx: StoreTransaction, target: SessionRef) -> None:
     await tx.sessions.delete(target)
+    await invalidate_owner(tx, target)
     # The scoped state can exist without a session header, and the contract promises
     # delete()'s cascade only for sessions that exist.
     await tx.state.delete(target.namespace, target.session_id, target.agent_id)
@@ -237,7 +245,9 @@ async def import_session(
         if occupied:
             await _clear_target(tx, target)
         await _restore_checked(tx, bundle, target)
-        return occupied, await inspect_session(tx, target)
+        reports = await inspect_session(tx, target)
+        await record(tx, target.namespace, [session_event("import", target, replaced=occupied)])
+        return occupied, reports
 
     occupied, reports = await run_transaction(store, work)
     return StateOperationResult(
@@ -278,12 +288,18 @@ async def import_namespace(
                 session_id=session.ref.session_id,
             )
             await _restore_checked(tx, session, target)
-        if bundle.kv:
-            await tx.kv.restore(KVScope(namespace=target_ns, owner=""), bundle.kv)
+        kv = [e for e in bundle.kv if not is_share_entry(e)]
+        if kv:
+            await tx.kv.restore(KVScope(namespace=target_ns, owner=""), kv)
         if bundle.states:
             await tx.state.restore(
                 [s.model_copy(update={"namespace": target_ns}) for s in bundle.states]
             )
+        await record(
+            tx,
+            target_ns,
+            [NewEvent.of("import", None, sessions=len(bundle.sessions), replaced=existed)],
+        )
         return existed
 
     existed = await run_transaction(store, work)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from statecore.core.change_events import NewEvent
 from statecore.core.context_window import group_exchanges
 from statecore.core.errors import (
     ConflictError,
@@ -324,7 +325,20 @@ async def commit_compaction(
         through = (await tx.conversation.set_summary(ref, text, plan.summarize_to_seq)).through_seq
     if plan.changed:
         await tx.conversation.set_window_start(ref, plan.window_start)
-    return _outcome(prepared, through)
+    outcome = _outcome(prepared, through)
+    await tx.events.append(
+        ref.namespace,
+        [
+            NewEvent.of(
+                "compaction",
+                ref,
+                window_start=outcome.window_start,
+                summary_through_seq=through,
+                tokens_after=outcome.tokens_after,
+            )
+        ],
+    )
+    return outcome
 
 
 def _outcome(prepared: PreparedCompaction, summary_through_seq: int | None) -> CompactionOutcome:

@@ -13,6 +13,8 @@ import functools
 from collections.abc import Sequence
 from datetime import datetime
 
+from statecore.core.change_events import NewEvent
+from statecore.core.change_records import record, session_event
 from statecore.core.compaction import CompactionRequest, TransactionHook, compact_session
 from statecore.core.errors import ResetRefusedError, SessionNotFoundError, UnknownStoreError
 from statecore.core.inspection import conversation_report, inspect_session
@@ -25,6 +27,7 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.profile import SessionProfile
+from statecore.core.shares import invalidate_owner, invalidate_shares
 from statecore.core.summarizers import Summarizer
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import StateStore, StoreTransaction
@@ -103,7 +106,13 @@ async def reset_session_stores(
         else:
             report.metadata.update(await _clear_store(tx, ref, name))
             result.cleared.append(name)
+        # Tokens name the state as it was when shared; after a reset they are refused, even
+        # when the store was already empty (a new document may be written next).
+        if await invalidate_shares(tx, ref, name):
+            report.metadata["shares_invalidated"] = True
         result.stores.append(report)
+    removed = {r.name: r.metadata.get("removed", 0) for r in result.stores}
+    await record(tx, ref.namespace, [session_event("reset", ref, stores=removed)])
     return result
 
 
@@ -160,7 +169,10 @@ async def reset(
 async def _delete_namespace(tx: StoreTransaction, namespace: str) -> tuple[bool, int]:
     """(whether the namespace held anything, sessions removed)."""
     existed = namespace in await tx.sessions.namespaces()
-    return existed, await tx.sessions.delete_namespace(namespace) if existed else 0
+    removed = await tx.sessions.delete_namespace(namespace) if existed else 0
+    if existed:
+        await record(tx, namespace, [NewEvent.of("reset", None, sessions=removed, all=True)])
+    return existed, removed
 
 
 async def _reset_namespace(store: StateStore, namespace: str) -> StateOperationResult:
@@ -259,6 +271,10 @@ async def _sweep_batch(
     moment = now or tx.now
     batch = await tx.sessions.expired(moment, limit=SWEEP_BATCH)
     deleted = [ref for ref in batch if await tx.sessions.delete(ref)]
+    for ref in deleted:
+        await invalidate_owner(tx, ref)
+    for ref in sorted(deleted, key=lambda r: (r.namespace, r.agent_id, r.session_id)):
+        await record(tx, ref.namespace, [session_event("expired", ref)])
     return moment, batch, deleted
 
 

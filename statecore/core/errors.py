@@ -169,6 +169,48 @@ class MigrationError(StatecoreError):
     code = "SchemaOutOfDate"
 
 
+# --- share tokens: a grant to another agent's state was refused ----------------------------
+
+
+class ShareError(StatecoreError):
+    """A share token was refused; nothing was read or written through it."""
+
+    code = "ShareRefused"
+
+
+class ShareTokenUnknownError(ShareError):
+    """No grant of this namespace has this token: it was mistyped, guessed, or issued in
+    another namespace. Ask the sharing agent for a new token."""
+
+    code = "ShareTokenUnknown"
+
+
+class ShareExpiredError(ShareError):
+    """The grant's expiry has passed; ask the sharing agent to share again."""
+
+    code = "ShareExpired"
+
+
+class ShareRevokedError(ShareError):
+    """The owner or an operator revoked the grant."""
+
+    code = "ShareRevoked"
+
+
+class ShareInvalidatedError(ShareError):
+    """The shared state was reset or deleted after it was shared: the token named state that
+    no longer exists. The owner must share the new state again."""
+
+    code = "ShareInvalidated"
+
+
+class ShareAccessError(ShareError):
+    """The grant does not allow this: a write through a read grant, a state token used as a KV
+    bucket (or the reverse), or a revoke by someone who is not the owner."""
+
+    code = "ShareAccessDenied"
+
+
 # --- session lifecycle: the Temporal layer -----------------------------------------------------
 
 

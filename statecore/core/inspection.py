@@ -16,6 +16,7 @@ from pydantic import JsonValue
 
 from statecore.core.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
 from statecore.core.turn_commit import TURN_META_BUCKET
+from statecore.core.shares import share_summaries
 from statecore.store.base import StoreTransaction
 from statecore.store.kv_partition import (
     KV_STORES,
@@ -262,4 +263,10 @@ async def inspect_session(
         "tools": tools,
         "task": task,
     }
+    for kind in ("state", "kv"):
+        # Who was given access to this session's state, and who used it (operators revoke
+        # by share_id: ``statecore shares revoke``).
+        shares = await share_summaries(tx, ref, kind)  # type: ignore[arg-type]
+        if shares:
+            reports[kind].metadata["shares"] = shares[-MAX_LISTED_NAMES:]
     return [reports[name] for name in ALL_STORES]

@@ -16,9 +16,11 @@ from typing import Any
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.contract.session import LogCounters
+from statecore.core.change_records import record, turn_events
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
 from statecore.core.turn_record import read_record, record_value
+from statecore.core.shares import apply_share_changes
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
@@ -86,6 +88,7 @@ async def commit_turn(
         await tx.flow.save(ref, fop.flow_id, fop.step, fop.data)
     state_version = await _apply_state(tx, commit)
     await _apply_orchestration(tx, commit)
+    await apply_share_changes(tx, ref, commit.shares)
 
     info = await tx.sessions.get(ref)
     assert info is not None  # ensured above, same transaction
@@ -111,6 +114,7 @@ async def commit_turn(
         # must roll this transaction back and read that result instead.
         raise
     await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, _LATEST_KEY, {"turn": commit.turn})
+    await record(tx, ref.namespace, turn_events(commit, stored, state_version))
     return result
 
 

@@ -33,12 +33,14 @@ executable form and runs against every backend.
 from __future__ import annotations
 
 import abc
+import asyncio
 import builtins
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+from statecore.core.change_events import ChangeEvent, NewEvent
 from statecore.core.models import (
     FlowCheckpoint,
     Hint,
@@ -363,9 +365,40 @@ class OrchestrationStore(abc.ABC):
     async def restore(self, ref: SessionRef, state: OrchestrationState) -> None: ...
 
 
+class EventStore(abc.ABC):
+    """The change feed of each namespace (``statecore.core.change_events``)."""
+
+    @abc.abstractmethod
+    async def append(self, namespace: str, events: Sequence[NewEvent]) -> int:
+        """Record ``events`` in this transaction, numbered after the namespace's last event;
+        returns the first number (0 when ``events`` is empty). The numbers become visible
+        with the commit, in commit order and without gaps."""
+
+    @abc.abstractmethod
+    async def read(self, namespace: str, *, after: int = 0, limit: int = 500) -> list[ChangeEvent]:
+        """Events with ``seq > after``, ascending, at most ``limit`` (1..1000)."""
+
+    @abc.abstractmethod
+    async def last_seq(self, namespace: str) -> int:
+        """The number of the namespace's newest event (0 before the first)."""
+
+    @abc.abstractmethod
+    async def sweep(
+        self,
+        *,
+        older_than: datetime | None = None,
+        keep_last: int | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Delete events committed before ``older_than`` and/or all but the newest
+        ``keep_last`` of each namespace (one namespace, or every one). Numbering continues
+        where it was: a swept feed never reuses a number. Returns how many were deleted."""
+
+
 class StoreTransaction(abc.ABC):
     """The modules, bound to one open transaction."""
 
+    events: EventStore
     sessions: SessionStore
     conversation: ConversationStore
     kv: KVStore
@@ -395,11 +428,48 @@ class StateStore(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
+    def new_events_signal(
+        self, namespace: str, *, poll_interval: float
+    ) -> AbstractAsyncContextManager[EventSignal]:
+        """What a feed reader waits on between reads: by default a timer of
+        ``poll_interval`` seconds; a backend that can push (PostgreSQL) wakes it instead."""
+        return _polling(poll_interval)
+
     def is_transient_error(self, error: BaseException) -> bool:
         """True when ``error``, raised out of one of this store's transaction blocks, is a
         transient conflict: the transaction was rolled back whole and running it again may
         succeed (see ``run_transaction``). The memory backend never has one."""
         return False
+
+
+class EventSignal(abc.ABC):
+    """Wakes a feed reader when new events may have committed."""
+
+    @abc.abstractmethod
+    def arm(self) -> None:
+        """Forget earlier wake-ups: call just before reading, so a commit that lands after
+        the read still wakes the next ``wait``."""
+
+    @abc.abstractmethod
+    async def wait(self, seconds: float) -> bool:
+        """Wait at most ``seconds``; True when woken by a commit."""
+
+
+class _PollingSignal(EventSignal):
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+
+    def arm(self) -> None:
+        pass
+
+    async def wait(self, seconds: float) -> bool:
+        await asyncio.sleep(min(self._interval, seconds))
+        return False
+
+
+@asynccontextmanager
+async def _polling(interval: float) -> AsyncIterator[EventSignal]:
+    yield _PollingSignal(interval)
 
 
 async def _aiter_pages(store: StateStore, namespace: str) -> AsyncIterator[SessionRef]:

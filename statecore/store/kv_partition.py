@@ -24,8 +24,10 @@ from statecore.store.base import KVStore
 TOOL_BUCKET_PREFIX = "tool."
 TASK_BUCKET_PREFIX = "task."
 TURN_BUCKET_PREFIX = "turn."
+#: Share grants and their bookkeeping, in the namespace's own scope (statecore.core.shares).
+SHARE_BUCKET_PREFIX = "share."
 #: Bare names reserved as well: "turn" holds turn records; "tool"/"task" would read like slots.
-RESERVED_BUCKET_NAMES: tuple[str, ...] = ("tool", "task", "turn")
+RESERVED_BUCKET_NAMES: tuple[str, ...] = ("tool", "task", "turn", "share")
 #: The stores that live in a session's KV scope.
 KV_STORES: tuple[str, ...] = ("conversation", "kv", "tools", "task")
 
@@ -52,11 +54,13 @@ def validate_user_bucket(bucket: str) -> str:
     Raises InvalidIdentifierError for malformed names and for reserved ones: ``tool``,
     ``task``, ``turn`` and anything starting with ``tool.``, ``task.`` or ``turn.``."""
     validate_identifier(bucket, "bucket")
-    if bucket in RESERVED_BUCKET_NAMES or is_reserved_bucket(bucket):
+    reserved = is_reserved_bucket(bucket) or bucket.startswith(SHARE_BUCKET_PREFIX)
+    if bucket in RESERVED_BUCKET_NAMES or reserved:
         raise InvalidIdentifierError(
-            f"bucket {bucket!r} is reserved: 'tool', 'task', 'turn' and names starting with "
-            "'tool.', 'task.' or 'turn.' hold statecore's tools/task slots and turn records; "
-            "use ToolSlots/TaskSlots for that data or pick another bucket name",
+            f"bucket {bucket!r} is reserved: 'tool', 'task', 'turn', 'share' and names starting "
+            "with 'tool.', 'task.', 'turn.' or 'share.' hold statecore's tools/task slots, turn "
+            "records and share grants; use ToolSlots/TaskSlots for that data or pick another "
+            "bucket name",
             value=bucket,
         )
     return bucket

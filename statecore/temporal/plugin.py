@@ -30,6 +30,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from statecore.activities.control import ControlActivities
 from statecore.activities.resources import WorkerResources
+from statecore.activities.shares import ShareActivities
 from statecore.activities.turns import TurnActivities
 from statecore.agent_session import WORKFLOWS
 from statecore.agent_session.single_input import SingleInputInterceptor
@@ -133,6 +134,7 @@ class StatecorePlugin(SimplePlugin):
         self._default_ttl = default_ttl_seconds
         turns = TurnActivities(self.resources)
         control = ControlActivities(self.resources)
+        shares = ShareActivities(self.resources)
         activities: list[Callable[..., Any]] = [
             turns.generate,
             turns.commit_turn,
@@ -145,6 +147,9 @@ class StatecorePlugin(SimplePlugin):
             control.reset,
             control.compact,
             control.add_hint,
+            shares.new_share_token,
+            shares.redeem_share,
+            shares.read_shared_kv,
             *extra_activities,
             *(made for factory in activity_factories for made in factory(self.resources)),
         ]

@@ -11,6 +11,16 @@ See ``statecore.workflow.turn`` for the contract.
 """
 
 from statecore.workflow.buffers import TurnFlow, TurnKV, TurnState
+from statecore.workflow.shares import SharedKV, SharedState, TurnShares
 from statecore.workflow.turn import Turn, TurnSession
 
-__all__ = ["Turn", "TurnFlow", "TurnKV", "TurnSession", "TurnState"]
+__all__ = [
+    "SharedKV",
+    "SharedState",
+    "Turn",
+    "TurnFlow",
+    "TurnKV",
+    "TurnSession",
+    "TurnShares",
+    "TurnState",
+]

@@ -57,6 +57,7 @@ from statecore.workflow.activity_calls import (
     reraise_activity_error,
 )
 from statecore.workflow.buffers import TurnFlow, TurnKV, TurnState
+from statecore.workflow.shares import TurnShares
 
 TState = TypeVar("TState", bound=BaseModel)
 
@@ -139,6 +140,8 @@ class Turn:
         self.kv = TurnKV(session)
         self.flow = TurnFlow(session)
         self.state: TurnState[Any] = TurnState(session)
+        #: Share tokens: grant access to this session's state, or redeem another's.
+        self.shares = TurnShares(session)
         self._orchestration = OrchestrationOp()
         self._usage = TokenUsage()
         self.context_tokens = 0
@@ -181,6 +184,7 @@ class Turn:
             state=self.state._op(),
             orchestration=self._orchestration,
             usage=self._usage,
+            shares=self.shares._changes(),
         )
 
     async def generate(self, *, tools: list[dict[str, Any]] | None = None) -> Message:

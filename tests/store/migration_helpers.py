@@ -29,7 +29,10 @@ UNPREFIXED = {
 }
 #: The LangGraph checkpointer's tables (revision 0004_langgraph_checkpoints).
 GRAPH_TABLES = {"statecore_graph_checkpoints", "statecore_graph_blobs", "statecore_graph_writes"}
-PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | GRAPH_TABLES
+#: The change feed's tables (revision 0005), which never had unprefixed names.
+FEED_TABLES = {"statecore_events", "statecore_event_heads"}
+#: Every table at head.
+PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | GRAPH_TABLES | FEED_TABLES
 
 
 async def table_names(url: str) -> set[str]:

@@ -14,6 +14,7 @@ from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.memory.conversation import MemoryConversationStore
+from statecore.store.memory.events import MemoryEventStore
 from statecore.store.memory.flow import MemoryFlowStore
 from statecore.store.memory.kv import MemoryKVStore
 from statecore.store.memory.orchestration import MemoryOrchestrationStore
@@ -38,6 +39,7 @@ class MemoryTransaction(StoreTransaction):
 
     def __init__(self, ctx: TxContext) -> None:
         self._ctx = ctx
+        self.events = MemoryEventStore(ctx)
         self.sessions = MemorySessionStore(ctx)
         self.conversation = MemoryConversationStore(ctx)
         self.kv = MemoryKVStore(ctx)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
+from statecore.core.change_events import ChangeEvent
 from statecore.core.models import FlowCheckpoint, Hint, SessionInfo, StoredMessage, Summary
 
 K = TypeVar("K")
@@ -104,6 +105,10 @@ class MemoryData:
     kv: dict[ScopeKey, dict[tuple[str, str], KVRow]] = field(default_factory=dict)
     states: dict[StateKey, StateRow] = field(default_factory=dict)
     last_hint_id: int = 0
+    #: The change feed per namespace, ascending seq, and each feed's last number (kept when
+    #: events are swept, so a number is never reused).
+    events: dict[str, list[ChangeEvent]] = field(default_factory=dict)
+    event_heads: dict[str, int] = field(default_factory=dict)
 
 
 class CowTable(Generic[K, V]):
@@ -167,6 +172,8 @@ class Workspace:
         )
         self.kv: CowTable[ScopeKey, dict[tuple[str, str], KVRow]] = CowTable(data.kv, dict)
         self.states: CowTable[StateKey, StateRow] = CowTable(data.states, lambda row: row)
+        self.events: CowTable[str, list[ChangeEvent]] = CowTable(data.events, list)
+        self.event_heads: CowTable[str, int] = CowTable(data.event_heads, lambda n: n)
 
     def next_hint_id(self) -> int:
         # Like an autoincrement column: ids are never reused, even after a rollback.
@@ -177,3 +184,5 @@ class Workspace:
         self.sessions.commit()
         self.kv.commit()
         self.states.commit()
+        self.events.commit()
+        self.event_heads.commit()

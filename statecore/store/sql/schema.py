@@ -273,6 +273,37 @@ class GraphWriteRow(Base):
     channel: Mapped[bytes] = mapped_column(medium_blob())
     value_type: Mapped[str] = mapped_column(String(32))
     value: Mapped[bytes] = mapped_column(medium_blob())
+class EventRow(Base):
+    """One event of a namespace's change feed: what a commit touched (ids, sizes), never
+    the content. ``seq`` counts 1, 2, 3, ... per namespace in commit order."""
+
+    __tablename__ = TABLE_PREFIX + "events"
+    __table_args__ = (
+        UniqueConstraint("namespace", "seq"),
+        Index(None, "created_at"),
+        _MYSQL_TABLE,
+    )
+
+    id: Mapped[int] = mapped_column(big_pk(), primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(32))
+    agent_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    session_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    turn_id: Mapped[str | None] = mapped_column(ascii_id(MAX_ID_LENGTH))
+    detail: Mapped[str] = mapped_column(medium_text())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class EventHeadRow(Base):
+    """The last event number of each namespace. Its row lock, held from numbering to commit,
+    is what keeps concurrent commits' numbers in commit order (statecore.store.sql.events)."""
+
+    __tablename__ = TABLE_PREFIX + "event_heads"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    namespace: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH), primary_key=True)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
 
 
 metadata = Base.metadata
@@ -288,3 +319,5 @@ orchestration_states = metadata.tables[OrchestrationRow.__tablename__]
 graph_checkpoints = metadata.tables[GraphCheckpointRow.__tablename__]
 graph_blobs = metadata.tables[GraphBlobRow.__tablename__]
 graph_writes = metadata.tables[GraphWriteRow.__tablename__]
+events = metadata.tables[EventRow.__tablename__]
+event_heads = metadata.tables[EventHeadRow.__tablename__]

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from statecore.core.errors import ConflictError, StatecoreError
 from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core.tokens import TokenCounter
-from statecore.store.base import Clock, StateStore, StoreTransaction
+from statecore.store.base import Clock, EventSignal, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
@@ -27,6 +27,7 @@ from statecore.store.sql.engine import (
     dialect_name,
     is_sqlite_memory,
 )
+from statecore.store.sql.events import SqlEventStore
 from statecore.store.sql.flow import SqlFlowStore
 from statecore.store.sql.kv import SqlKVStore
 from statecore.store.sql.orchestration import SqlOrchestrationStore
@@ -51,6 +52,7 @@ class SqlTransaction(StoreTransaction):
 
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
+        self.events = SqlEventStore(ctx)
         self.sessions = SqlSessionStore(ctx)
         self.conversation = SqlConversationStore(ctx)
         self.kv = SqlKVStore(ctx)
@@ -192,6 +194,17 @@ class SqlStateStore(StateStore):
         """Release every pooled connection; the store cannot be used afterwards."""
         self._closed = True
         await self.engine.dispose()
+
+    def new_events_signal(
+        self, namespace: str, *, poll_interval: float
+    ) -> AbstractAsyncContextManager[EventSignal]:
+        """On PostgreSQL a follower is woken by the commit's NOTIFY (no polling); other
+        databases are read again every ``poll_interval`` seconds."""
+        if self.dialect == "postgresql":
+            from statecore.store.sql.notify import listen_for_events
+
+            return listen_for_events(self.engine, namespace)
+        return super().new_events_signal(namespace, poll_interval=poll_interval)
 
     def is_transient_error(self, error: BaseException) -> bool:
         """A deadlock or lock wait timeout (MariaDB/MySQL 1213, 1205), a serialization

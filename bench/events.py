@@ -1,0 +1,263 @@
+"""What the change feed costs a turn, and how long a committed change takes to reach a reader.
+
+    .venv/bin/python bench/events.py            # full run: bench/results/events.json
+    .venv/bin/python bench/events.py --quick    # smoke run (tests/test_events_bench_smoke.py)
+
+1. **CPU per turn, feed on vs off.** The worker's commit of a typical chat turn (two messages,
+   a KV write, a state update, token usage: what ``statecore.commit_turn`` runs) is executed
+   again and again on SQLite and PostgreSQL, in rounds that alternate the feed on and off. Off
+   replaces the one recording call with a no-op. CPU is this process's (``time.process_time``),
+   which is where the worker's share of a turn runs. The feed's cost is the difference,
+   reported against the commit alone (an upper bound: a whole turn also runs the model call,
+   the SDK and the workflow task) and against a whole AgentSession turn's worker CPU as
+   ``bench/results/turns.json`` measured it.
+2. **Commit to delivery.** A follower in another process (``follow_events``) receives what a
+   writer commits one turn at a time; the delay is the follower's receipt time minus the end
+   of the writer's commit (both wall clocks of this machine). PostgreSQL pushes (LISTEN/
+   NOTIFY); SQLite polls at ``--poll-interval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.environment import machine_info  # noqa: E402
+from statecore.contract.activities import CommitTurnInput, KVOp, StateOp  # noqa: E402
+from statecore.core import turn_commit  # noqa: E402
+from statecore.core.models import Message, SessionRef, TokenUsage  # noqa: E402
+from statecore.store.feed import follow_events  # noqa: E402
+from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.store.sql import SqlStateStore  # noqa: E402
+from tests.dbs import fresh_database, server_down_reason  # noqa: E402
+
+TARGET_SHARE_OF_TURN = 0.05
+RESULTS = ROOT / "bench" / "results"
+
+
+def _turn(ref: SessionRef, n: int) -> CommitTurnInput:
+    return CommitTurnInput(
+        ref=ref,
+        turn_id=f"t{n}",
+        turn=n,
+        messages=[
+            Message(role="user", content=f"What is step {n} of the plan? " * 4),
+            Message(role="assistant", content=f"Step {n}: write the section. " * 8),
+        ],
+        kv=[KVOp(op="put", bucket="notes", key="last", value={"turn": n})],
+        state=StateOp(state={"step": n, "notes": ["x" * 40] * 5}),
+        usage=TokenUsage(prompt_tokens=120, completion_tokens=60),
+    )
+
+
+async def _commit(store: SqlStateStore, commit: CommitTurnInput) -> None:
+    async with store.transaction() as tx:
+        await turn_commit.commit_turn(tx, commit)
+
+
+async def _no_feed(tx: Any, namespace: str, events: Any) -> list[Any]:
+    return []
+
+
+async def cpu_cost(url: str, rounds: int, turns: int) -> dict[str, Any]:
+    """Alternating blocks of ``turns`` commits with the feed on and off, ``rounds`` times."""
+    store = await SqlStateStore.connect(url)
+    recording = turn_commit.record
+    per_turn: dict[str, list[float]] = {"on": [], "off": []}
+    in_feed = [0.0]
+
+    async def timed_recording(tx: Any, namespace: str, events: Any) -> int:
+        # The feed's own code path, measured where it runs: this CPU is the feed's whatever
+        # else the machine is doing, which the on/off difference is not.
+        started = time.process_time()
+        try:
+            return await recording(tx, namespace, events)
+        finally:
+            in_feed[0] += time.process_time() - started
+
+    n = 0
+    try:
+        ref = SessionRef(namespace=f"b{uuid.uuid4().hex[:8]}", agent_id="a", session_id="s")
+        for _ in range(20):  # warm-up: connections, statement caches
+            n += 1
+            await _commit(store, _turn(ref, n))
+        for r in range(rounds):
+            for arm in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                turn_commit.record = timed_recording if arm == "on" else _no_feed  # type: ignore[assignment]
+                started = time.process_time()
+                for _ in range(turns):
+                    n += 1
+                    await _commit(store, _turn(ref, n))
+                per_turn[arm].append((time.process_time() - started) * 1000 / turns)
+    finally:
+        turn_commit.record = recording  # type: ignore[assignment]
+        await store.close()
+    on, off = statistics.median(per_turn["on"]), statistics.median(per_turn["off"])
+    return {
+        "turns_per_arm": rounds * turns,
+        "commit_cpu_ms_per_turn_feed_on": round(on, 3),
+        "commit_cpu_ms_per_turn_feed_off": round(off, 3),
+        "feed_cpu_ms_per_turn": round(on - off, 3),
+        "feed_share_of_commit": round((on - off) / off, 4),
+        "feed_cpu_ms_per_turn_in_recording": round(in_feed[0] * 1000 / (rounds * turns), 3),
+        "rounds_on": [round(x, 3) for x in per_turn["on"]],
+        "rounds_off": [round(x, 3) for x in per_turn["off"]],
+    }
+
+
+async def delivery(url: str, turns: int, poll_interval: float) -> dict[str, Any]:
+    """Commit ``turns`` turns one by one while a follower process reads them."""
+    namespace = f"d{uuid.uuid4().hex[:8]}"
+    follower = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__)),
+        "--follower",
+        url,
+        namespace,
+        str(poll_interval),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert follower.stdout is not None
+    ready = await asyncio.wait_for(follower.stdout.readline(), 60)
+    assert ready.strip() == b"ready", ready
+    store = await SqlStateStore.connect(url)
+    committed: dict[int, float] = {}
+    received: dict[int, float] = {}
+    ref = SessionRef(namespace=namespace, agent_id="a", session_id="s")
+    try:
+        for n in range(1, turns + 1):
+            await _commit(store, _turn(ref, n))
+            committed[n] = time.time()
+            # One turn's events (messages, kv, state, orchestration): its last number.
+            deadline = time.monotonic() + 30
+            while 4 * n not in received:
+                line = await asyncio.wait_for(
+                    follower.stdout.readline(), deadline - time.monotonic()
+                )
+                seq, at = json.loads(line)
+                received[seq] = at
+            await asyncio.sleep(0.02)
+    finally:
+        follower.kill()
+        await follower.wait()
+        await store.close()
+    delays = sorted((received[4 * n - 3] - committed[n]) * 1000 for n in committed)
+    return {
+        "turns": turns,
+        "poll_interval_s": poll_interval,
+        "p50_ms": round(statistics.median(delays), 2),
+        "p90_ms": round(delays[int(0.9 * (len(delays) - 1))], 2),
+        "max_ms": round(delays[-1], 2),
+        "min_ms": round(delays[0], 2),
+    }
+
+
+async def follower_main(url: str, namespace: str, poll_interval: float) -> None:
+    store = await SqlStateStore.connect(url)
+    try:
+        async with store.new_events_signal(namespace, poll_interval=poll_interval):
+            pass  # the listener connects once before the writer starts
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        async for event in follow_events(store, namespace, poll_interval=poll_interval):
+            sys.stdout.write(json.dumps([event.seq, time.time()]) + "\n")
+            sys.stdout.flush()
+    finally:
+        await store.close()
+
+
+def _worker_turn_cpu() -> dict[str, float]:
+    """A whole AgentSession turn's CPU in the benchmark process (client + worker), from the
+    committed turn benchmark, to put the feed's cost in proportion."""
+    try:
+        found = json.loads((RESULTS / "turns.json").read_text())["single_session"]["scenarios"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {
+        "sqlite": found["agent_sqlite"]["bench_process_cpu_ms_per_turn"],
+        "postgresql": found["agent_postgresql"]["bench_process_cpu_ms_per_turn"],
+    }
+
+
+async def main(quick: bool, out: Path, poll_interval: float) -> dict[str, Any]:
+    rounds, turns, deliveries = (2, 20, 10) if quick else (10, 100, 200)
+    started = time.monotonic()
+    whole_turn = _worker_turn_cpu()
+    result: dict[str, Any] = {
+        "benchmark": "events",
+        "mode": "quick" if quick else "full",
+        "command": " ".join(sys.argv),
+        "machine": machine_info(),
+        "settings": {"rounds": rounds, "turns_per_block": turns, "deliveries": deliveries},
+        "target_share_of_turn_worker_cpu": TARGET_SHARE_OF_TURN,
+        "dialects": {},
+    }
+    for dialect in ("sqlite", "postgresql"):
+        reason = await server_down_reason(dialect)
+        if reason is not None:
+            result["dialects"][dialect] = {"skipped": reason}
+            continue
+        async with fresh_database(dialect, "evbench") as url:
+            await upgrade_database(url)
+            block: dict[str, Any] = {"cpu": await cpu_cost(url, rounds, turns)}
+            if dialect in whole_turn:
+                cpu = block["cpu"]
+                turn = whole_turn[dialect]
+                cpu["turn_worker_cpu_ms_from_turns_json"] = turn
+                # Two estimates: the on/off difference (every effect, but as noisy as the
+                # machine) and the recording's own CPU (exact, only the feed's code path).
+                cpu["feed_share_of_turn_worker_cpu"] = round(
+                    max(cpu["feed_cpu_ms_per_turn"], 0.0) / turn, 4
+                )
+                cpu["feed_share_of_turn_worker_cpu_in_recording"] = round(
+                    cpu["feed_cpu_ms_per_turn_in_recording"] / turn, 4
+                )
+                cpu["met"] = cpu["feed_share_of_turn_worker_cpu_in_recording"] <= (
+                    TARGET_SHARE_OF_TURN
+                )
+                cpu["met_by_difference"] = cpu["feed_share_of_turn_worker_cpu"] <= (
+                    TARGET_SHARE_OF_TURN
+                )
+            interval = poll_interval if dialect == "sqlite" else 30.0
+            block["delivery"] = await delivery(url, deliveries, interval)
+            block["delivery"]["pushed"] = dialect == "postgresql"
+            result["dialects"][dialect] = block
+    result["elapsed_seconds"] = round(time.monotonic() - started, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (seconds)")
+    parser.add_argument("--out", type=Path, default=None, help="result JSON")
+    parser.add_argument(
+        "--poll-interval", type=float, default=0.05, help="SQLite follower's poll interval"
+    )
+    parser.add_argument("--follower", nargs=3, metavar=("URL", "NAMESPACE", "POLL"))
+    args = parser.parse_args()
+    if args.follower:
+        url, namespace, poll = args.follower
+        asyncio.run(follower_main(url, namespace, float(poll)))
+        return
+    out = args.out or RESULTS / ("events-quick.json" if args.quick else "events.json")
+    result = asyncio.run(main(args.quick, out, args.poll_interval))
+    for dialect, block in result["dialects"].items():
+        print(dialect, json.dumps(block, indent=1))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    cli()
