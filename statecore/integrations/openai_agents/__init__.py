@@ -13,6 +13,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
         "pip install 'statecore[openai-agents]'"
     ) from exc
 
-from statecore.integrations.openai_agents.session import StatecoreSession
+from statecore.integrations.openai_agents.session import StatecoreSession, TurnBoundSession
+from statecore.integrations.openai_agents.turns import OpenAIAgentTurn
 
-__all__ = ["StatecoreSession"]
+__all__ = ["OpenAIAgentTurn", "StatecoreSession", "TurnBoundSession"]

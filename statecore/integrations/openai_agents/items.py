@@ -73,7 +73,9 @@ def item_to_message(item: Any, position: int = 0) -> Message:
             raise InvalidInputError(f"item {position}: {validation_message(exc)}") from exc
     elif kind == "function_call_output":
         role, tool_call_id = "tool", str(plain.get("call_id") or "")
-        text = _as_text(plain.get("output", ""))
+        output = plain.get("output", "")
+        # A list of content parts (text, images) counts as its text; anything else as JSON.
+        text = (_text_of(output) if isinstance(output, list) else "") or _as_text(output)
     elif (kind is None or kind == "message") and isinstance(plain.get("role"), str):
         role = _ROLE_ALIASES.get(plain["role"], plain["role"])
         if role not in _ROLES:
@@ -89,7 +91,7 @@ def item_to_message(item: Any, position: int = 0) -> Message:
         text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
     try:
         return Message(
-            role=role,  # type: ignore[arg-type]  # one of _ROLES or "tool", checked above
+            role=role,  # one of _ROLES or "tool", checked above
             content=text,
             tool_calls=tool_calls,
             tool_call_id=tool_call_id,

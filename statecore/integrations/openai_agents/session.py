@@ -171,3 +171,80 @@ def _newest(items: list[Any], limit: int | None) -> list[Any]:
     if limit is None:
         return items
     return items[-limit:] if limit > 0 else []
+
+
+class TurnBoundSession(StatecoreSession):
+    """The session a statecore turn hands to ``Runner.run``: reads see the committed log (as
+    the session's profile assembles it) followed by what this run has added; writes stay in
+    memory until the turn's activity commits them with the turn record.
+
+    ``pop_item`` can take back only what this run added (the committed log is changed by
+    turns and operator signals, never from inside another turn), and ``clear_session`` is
+    refused: a reset is the operator's ``reset`` signal."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        ref: SessionRef,
+        *,
+        profile: SessionProfile,
+        new_messages: list[Message],
+        token_counter: TokenCounter,
+    ) -> None:
+        super().__init__(
+            ref.session_id,
+            store=store,
+            agent_id=ref.agent_id,
+            namespace=ref.namespace,
+            profile=profile,
+            token_counter=token_counter,
+        )
+        self._new_messages = new_messages
+        self.added: list[Message] = []
+        #: Tokens of the committed context the run started from (statecore's count).
+        self.context_tokens = 0
+
+    async def get_items(self, limit: int | None = None, wrapper: Any = None) -> list[Any]:
+        limit = self._limit(limit)
+        committed = await run_transaction(
+            self._given_store_or_fail(), self._committed, read_only=True
+        )
+        return _newest([*committed, *messages_to_items(self.added)], limit)
+
+    async def add_items(self, items: list[Any], wrapper: Any = None) -> None:
+        self.added.extend(items_to_messages(items))
+
+    async def pop_item(self, wrapper: Any = None) -> Any | None:
+        if not self.added:
+            raise InvalidInputError(
+                "inside a statecore turn, pop_item can take back only the items this run "
+                "added; the committed log is not changed from inside a turn"
+            )
+        return messages_to_items([self.added.pop()])[0]
+
+    async def clear_session(self, wrapper: Any = None) -> None:
+        raise InvalidInputError(
+            "a statecore turn cannot clear its session; send the session the reset signal "
+            "(statecore reset, or AgentSessionClient.reset)"
+        )
+
+    def _given_store_or_fail(self) -> StateStore:
+        assert self._given_store is not None
+        return self._given_store
+
+    async def _committed(self, tx: StoreTransaction) -> list[Any]:
+        if await tx.sessions.get(self.ref) is None:
+            return []
+        assert self.profile is not None
+        # Assembled for the turn's new messages, so the window leaves room for them; they
+        # are the run's own input and are dropped from what the session returns.
+        context = await assemble_context(
+            tx,
+            self.ref,
+            self._new_messages,
+            max_tokens=self.profile.max_tokens,
+            counter=self._counter,
+        )
+        self.context_tokens = context.tokens
+        history = context.messages[: len(context.messages) - len(self._new_messages)]
+        return messages_to_items(history)
