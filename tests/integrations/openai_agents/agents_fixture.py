@@ -7,7 +7,8 @@ The model answers from the input it is given, so what it says proves what it saw
 - ``two cities <a> <b>`` -> calls ``get_weather`` twice in parallel, then answers with both;
 - ``specialist`` -> hands off to the specialist agent, which answers "specialist here";
 - ``explode`` -> calls the ``explode`` tool, which raises;
-- ``what did I say`` -> answers with every earlier user message it sees, joined by " | ";
+- ``what did I say`` -> answers with every earlier user message it sees, joined by " | "
+  ("nothing yet" when it sees none);
 - anything else -> ``echo: <text>``.
 
 Each call appends one line to ``calls_file`` when given, so a test counts the model's calls
@@ -98,7 +99,7 @@ class RuleModel(Model):
             return [_call("explode", {}, "x1")]
         if text == "what did I say":
             said = [_user_text(i) for i in items[:-1] if i.get("role") == "user"]
-            return [_text(" | ".join(said))]
+            return [_text(" | ".join(said) or "nothing yet")]
         return [_text(f"echo: {text}")]
 
 
