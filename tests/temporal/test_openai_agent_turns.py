@@ -7,8 +7,13 @@ the plugin, the worker, the workflow and the database are the real ones.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +26,7 @@ from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 from tests.temporal.conftest import Env, running_env
+from tests.temporal.test_durability import ROOT, sql_messages, wait_for_file
 
 
 class AgentEnv:
@@ -175,3 +181,68 @@ async def _until(read: Any, expected: str, within: float = 15.0) -> None:
     while (got := await read()) != expected:
         assert loop.time() < deadline, f"status still {got!r}, waited {within}s for {expected!r}"
         await asyncio.sleep(0.1)
+
+
+def start_agent_worker(
+    address: str, queue: str, url: str, markers: Path, delay: float, name: str
+) -> subprocess.Popen[bytes]:
+    (markers / "worker-ready").unlink(missing_ok=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.temporal.agent_worker_process",
+            address,
+            queue,
+            url,
+            str(markers),
+            str(delay),
+            name,
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+
+
+async def test_worker_killed_mid_run_the_turn_is_stored_once(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    name = f"desk-{uuid.uuid4().hex[:8]}"
+    queue = env.task_queue + "-agent"
+    sessions = env.new_client()
+    sessions.task_queue = queue
+    calls = tmp_path / "model-calls"
+    worker = start_agent_worker(dev_server.address, queue, env.database_url, tmp_path, 2.0, name)
+    replacement = None
+    try:
+        # Importing the SDK and starting the worker is slow on a loaded machine.
+        await wait_for_file(tmp_path / "worker-ready", within=180)
+        first = await sessions.send(
+            name, "kill", "weather in Oslo", turn_id="k1", model_heartbeat_seconds=2
+        )
+        assert first.reply.content == "weather: sunny in Oslo"
+        pending = asyncio.ensure_future(
+            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=2)
+        )
+        await wait_for_file(calls, lines=3, within=60)  # k2's first model call is under way
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        replacement = start_agent_worker(
+            dev_server.address, queue, env.database_url, tmp_path, 0.1, name
+        )
+        second = await asyncio.wait_for(pending, timeout=90)
+        assert second.turn == 2 and second.reply.content == "weather: sunny in Rome"
+        # k1: 2 calls; k2: 1 killed with its worker, then 2 on the replacement.
+        assert len(calls.read_text().splitlines()) == 5
+        log = await sql_messages(env.database_url, name, "kill")
+        assert [m.seq for m in log] == list(range(1, 9))
+        assert [m.turn_id for m in log] == ["k1"] * 4 + ["k2"] * 4
+        # Sending the committed turn again calls no model.
+        again = await sessions.send(name, "kill", "weather in Rome", turn_id="k2")
+        assert again.reply.content == second.reply.content
+        assert len(calls.read_text().splitlines()) == 5
+    finally:
+        for proc in (worker, replacement):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
