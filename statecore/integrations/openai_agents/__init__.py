@@ -13,7 +13,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
         "pip install 'statecore[openai-agents]'"
     ) from exc
 
+from statecore.core.errors import AgentRunError, UnknownAgentError
 from statecore.integrations.openai_agents.session import StatecoreSession, TurnBoundSession
 from statecore.integrations.openai_agents.turns import OpenAIAgentTurn
 
-__all__ = ["OpenAIAgentTurn", "StatecoreSession", "TurnBoundSession"]
+__all__ = [
+    "AgentRunError",
+    "OpenAIAgentTurn",
+    "StatecoreSession",
+    "TurnBoundSession",
+    "UnknownAgentError",
+]
