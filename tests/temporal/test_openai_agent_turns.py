@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from statecore.contract.session import workflow_id_for
 from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
 from statecore.core.models import SessionRef, StoredMessage
 from statecore.integrations.openai_agents.items import ITEM_KEY
@@ -168,6 +169,24 @@ async def test_the_operator_contract_is_unchanged(agent_env: AgentEnv) -> None:
     assert await a.log("s6") == []
     fresh = await s.send(a.name, "s6", "what did I say", turn_id="o4")
     assert fresh.reply.content == "nothing yet"
+
+
+async def test_history_bytes_per_agent_turn_stay_flat(agent_env: AgentEnv) -> None:
+    """The conversation lives in SQL: a turn's history carries its own message and reply,
+    never the earlier items, so every turn adds about the same bytes."""
+    a = agent_env
+    handle = a.env.client.get_workflow_handle(workflow_id_for(a.name, "flat"))
+    sizes, marker_counts = [], []
+    for n in range(6):
+        await a.sessions.send(a.name, "flat", f"weather in City{n}", turn_id=f"f{n}")
+        history = await handle.fetch_history()
+        sizes.append(sum(len(e.SerializeToString()) for e in history.events))
+        events = b"".join(e.SerializeToString() for e in history.events)
+        marker_counts.append(events.count(b"sunny in City0"))
+    per_turn = [later - earlier for earlier, later in zip(sizes[1:], sizes[2:], strict=False)]
+    assert max(per_turn) - min(per_turn) <= 16, per_turn
+    # The first turn's reply (its tool's output) was never carried again by a later turn.
+    assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
 
 
 async def _status(sessions: Any, agent: str, session: str) -> str:
