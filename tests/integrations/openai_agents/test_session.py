@@ -15,6 +15,7 @@ from statecore.core.errors import (
     InvalidIdentifierError,
     InvalidInputError,
 )
+from statecore.core.inspection import inspect_session
 from statecore.core.models import MAX_MESSAGE_BYTES
 from statecore.core.profile import SessionProfile
 from statecore.integrations.openai_agents import StatecoreSession
@@ -132,6 +133,10 @@ async def test_pop_item_retracts_the_newest_item_and_keeps_it_for_audit(store: S
         retracted = await tx.conversation.retracted(session.ref)
     assert [m.metadata[ITEM_KEY] for m in everything] == [*ITEMS[:3], ITEMS[7]]
     assert list(retracted) == [everything[2].seq]
+    async with store.transaction() as tx:
+        reports = await inspect_session(tx, session.ref)
+    conversation = next(r for r in reports if r.name == "conversation")
+    assert (conversation.items, conversation.metadata["retracted"]) == (4, 1)
 
     await session.clear_session()
     assert await session.get_items() == []
