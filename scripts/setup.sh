@@ -13,3 +13,7 @@ if [ ! -x .venv/bin/uv ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
 fi
 .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[${extras}]"
+# The test extra runs framework test suites against statecore (tests/integrations): fetch them now.
+case ",${extras}," in
+  *,test,*) bash scripts/vendor_tests.sh ;;
+esac

@@ -88,7 +88,9 @@ async def conversation_report(
     window_tokens = info.token_total
     if start > 1 and info.last_seq > 0:
         # Tokens before the window are the cumulative total of the message just before it.
-        before = await conv.messages(ref, from_seq=start - 1, to_seq=start - 1, limit=1)
+        before = await conv.messages(
+            ref, from_seq=start - 1, to_seq=start - 1, limit=1, include_retracted=True
+        )
         window_tokens -= before[0].cumulative_tokens if before else 0
     metadata: dict[str, JsonValue] = {
         "last_seq": info.last_seq,
@@ -100,6 +102,9 @@ async def conversation_report(
         "hints": len(hints),
         "system_prompt_set": info.system_prompt is not None,
         "turn_records": turn_records,
+        # Taken back by a framework session's pop_item: still in the log (and in ``items``),
+        # hidden from every reader until a reset.
+        "retracted": len(await conv.retracted(ref)) if info.message_count else 0,
     }
     report = StateStoreReport(
         name="conversation",

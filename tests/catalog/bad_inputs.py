@@ -110,4 +110,19 @@ REFERENCES: list[Reference] = [
         "tests/cli/",
         "bad arguments, database URLs and session commands",
     ),
+    Reference(
+        "OpenAI Agents SDK session (`StatecoreSession`)",
+        "tests/integrations/openai_agents/test_session.py",
+        "items that are not JSON objects (bytes, NaN, text, a bare object), items over 512 KiB,"
+        " NUL characters, a function output without its call id (`InvalidInput`,"
+        " `ContentTooLarge`: nothing stored, the session goes on); session ids statecore"
+        " cannot store (`InvalidIdentifier`, refused, never rewritten)",
+    ),
+    Reference(
+        "OpenAI Agents SDK agents as turns (`StatecorePlugin(agents=...)`)",
+        "tests/temporal/test_openai_agent_turns.py,"
+        " tests/integrations/openai_agents/test_agent_turn_activity.py",
+        "a session naming an agent or model the worker does not have (`UnknownAgent`); a run"
+        " that raises in a tool (`AgentRunFailed`): nothing stored, the next turn commits",
+    ),
 ]

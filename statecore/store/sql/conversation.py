@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, insert, select
+from sqlalchemy import Select, bindparam, delete, insert, select, update
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_turn_id
 from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
+    check_flag,
     check_int,
     check_message_range,
     check_page_limit,
@@ -106,10 +108,14 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         from_seq: int | None = None,
         to_seq: int | None = None,
         limit: int | None = None,
+        include_retracted: bool = False,
     ) -> list[StoredMessage]:
         check_message_range(ref, from_seq, to_seq, limit)
+        check_flag(include_retracted, "include_retracted")
         session = await self._ctx.session_row(ref)
         statement = select(message_table).where(message_table.c.session_pk == session.id)
+        if not include_retracted:
+            statement = statement.where(message_table.c.retracted_at.is_(None))
         if from_seq is not None:
             statement = statement.where(message_table.c.seq >= from_seq)
         if to_seq is not None:
@@ -131,8 +137,6 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if session.last_seq == 0:
             return []
         first_seq = session.window_start_seq
-        if max_messages is not None:
-            first_seq = max(first_seq, session.last_seq - max_messages + 1)
         if max_tokens is not None and session.token_total > max_tokens:
             # Message m fits when the tokens from m to the end, token_total minus the running
             # total before m, are within budget: the running total before m must reach
@@ -149,10 +153,52 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             if boundary is None:  # counters ahead of the rows: no message fits the budget
                 return []
             first_seq = max(first_seq, boundary + 1)
-        rows = await self._ctx.conn.execute(
-            _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
+        if max_messages is None:
+            rows = await self._ctx.conn.execute(
+                _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
+            )
+            return [stored_message(row) for row in rows]
+        c = message_table.c
+        # Newest first with a limit, so retracted rows never take a place in the count.
+        newest = (
+            select(message_table)
+            .where(c.session_pk == session.id, c.seq >= first_seq, c.retracted_at.is_(None))
+            .order_by(c.seq.desc())
+            .limit(max_messages)
         )
-        return [stored_message(row) for row in rows]
+        return [stored_message(row) for row in reversed(list(await self._ctx.conn.execute(newest)))]
+
+    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
+        check_ref(ref)
+        session = await self._ctx.session_row(ref, lock=True)
+        c = message_table.c
+        newest = (
+            await self._ctx.conn.execute(
+                select(message_table)
+                .where(c.session_pk == session.id, c.retracted_at.is_(None))
+                .order_by(c.seq.desc())
+                .limit(1)
+            )
+        ).first()
+        if newest is None:
+            return None
+        await self._ctx.conn.execute(
+            update(message_table)
+            .where(c.session_pk == session.id, c.seq == newest.seq)
+            .values(retracted_at=self._ctx.now)
+        )
+        return stored_message(newest)
+
+    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
+        check_ref(ref)
+        session = await self._ctx.session_row(ref)
+        c = message_table.c
+        rows = await self._ctx.conn.execute(
+            select(c.seq, c.retracted_at)
+            .where(c.session_pk == session.id, c.retracted_at.is_not(None))
+            .order_by(c.seq)
+        )
+        return {row.seq: row.retracted_at for row in rows}
 
     async def clear(self, ref: SessionRef) -> int:
         check_ref(ref)
@@ -238,6 +284,7 @@ def _window() -> Select[Any]:
         .where(
             c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
             c.seq >= bindparam("p_first_seq", type_=c.seq.type),
+            c.retracted_at.is_(None),
         )
         .order_by(c.seq)
     )

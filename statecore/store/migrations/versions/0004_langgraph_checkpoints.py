@@ -1,7 +1,7 @@
 """Tables for LangGraph checkpoints (``statecore.integrations.langgraph.StatecoreSaver``).
 
 Revision ID: 0004_langgraph_checkpoints
-Revises: 0002
+Revises: 0003_message_retraction
 Create Date: 2026-11-25
 
 Three tables, after LangGraph's own savers: checkpoints without their channel values, one
@@ -23,7 +23,7 @@ from alembic import op
 from statecore.store.sql.types import ascii_id, medium_blob
 
 revision: str = "0004_langgraph_checkpoints"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003_message_retraction"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
