@@ -19,8 +19,8 @@ from statecore.contract.session import LogCounters
 from statecore.core.change_records import record, turn_events
 from statecore.core.errors import RevisionConflictError
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
-from statecore.core.turn_record import read_record, record_value
 from statecore.core.shares import apply_share_changes
+from statecore.core.turn_record import read_record, record_value
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 

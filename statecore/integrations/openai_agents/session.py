@@ -17,6 +17,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from statecore.core.context_window import assemble_context
 from statecore.core.errors import InvalidInputError
+from statecore.core.model_windows import context_budget
 from statecore.core.models import DEFAULT_NAMESPACE, Message, SessionRef, validate_identifier
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
@@ -141,10 +142,17 @@ class StatecoreSession:
             return []
         if self.profile is not None:
             context = await assemble_context(
-                tx, self.ref, [], max_tokens=self.profile.max_tokens, counter=self._counter
+                tx, self.ref, [], max_tokens=self._budget, counter=self._counter
             )
             return messages_to_items(context.messages)
         return messages_to_items(await tx.conversation.messages(self.ref))
+
+    @property
+    def _budget(self) -> int:
+        # A profile without max_tokens gets statecore's default budget: the SDK's model is not
+        # known to the session, so its context window is not either.
+        assert self.profile is not None
+        return context_budget(self.profile.max_tokens, None)
 
     def _limit(self, limit: int | None) -> int | None:
         if limit is None and self.session_settings is not None:
@@ -242,7 +250,7 @@ class TurnBoundSession(StatecoreSession):
             tx,
             self.ref,
             self._new_messages,
-            max_tokens=self.profile.max_tokens,
+            max_tokens=self._budget,
             counter=self._counter,
         )
         self.context_tokens = context.tokens
