@@ -203,3 +203,4 @@ class Settings:
             yield store
         finally:
             await store.close()
+
