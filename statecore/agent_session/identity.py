@@ -46,8 +46,6 @@ def session_input(payload: Any) -> tuple[SessionInput, ApplicationError | None]:
         )
     except StatecoreError as err:
         return _REFUSED_START, _refused(f"the workflow input is not a session's: {err.message}")
-    if inp.checkpoint is not None:
-        return inp, None  # a continuation: its id was checked when the session started
     expected = workflow_id_for(inp.agent_id, inp.session_id, inp.namespace)
     actual = workflow.info().workflow_id
     # Only a mismatch asks for the patch marker, so a well-formed start costs no event.

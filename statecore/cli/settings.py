@@ -232,3 +232,4 @@ class Settings:
             yield store
         finally:
             await store.close()
+

@@ -16,7 +16,6 @@ from statecore.core.models import StatecoreModel
 #: No model's window comes near this; a larger limit is a typo, not a configuration.
 MAX_TOKEN_LIMIT = 10_000_000
 
-
 def check_limit(value: Any, what: str, *, maximum: int = MAX_TOKEN_LIMIT, minimum: int = 1) -> int:
     """Return ``value`` if it is an int in ``minimum..maximum``, else raise InvalidLimitError."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -66,3 +65,5 @@ class SessionProfile(StatecoreModel):
                 f"({self.max_tokens}); summarize before the window can fill the context"
             )
         return self
+
+

@@ -41,6 +41,7 @@ log = logging.getLogger("statecore.worker")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+
 @dataclass
 class WorkerConfig:
     """What a statecore worker runs with; ``run_worker`` takes it."""

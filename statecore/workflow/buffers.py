@@ -37,7 +37,6 @@ class SessionReads(Protocol):
 
     async def run_sql(self, name: str, arg: BaseModel, result_type: Any) -> Any: ...
 
-
 TState = TypeVar("TState", bound=BaseModel)
 
 

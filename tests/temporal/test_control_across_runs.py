@@ -145,3 +145,14 @@ async def test_rejections_stay_visible_in_the_next_run(gated: Gated) -> None:
     report = await env.sessions.describe(env.agent, "kept")
     assert report.checkpoint.runs >= 3  # the typo was recorded two runs ago ...
     assert [(r.operation, r.code) for r in report.rejections] == [("Pause", "UnknownOperation")]
+
+
+async def test_a_hint_sent_while_draining_is_stored_before_the_run_moves_on(
+    gated: Gated,
+) -> None:
+    env = gated.env
+    await env.sessions.send(env.agent, "hint", "first", turn_id="h1", **ONE_TURN_PER_RUN)
+    await _signal_at("while-draining", gated, "hint", "add_hint", '{"text": "be brief"}')
+    fresh = await env.sessions.describe(env.agent, "hint", include_data=True)
+    assert fresh.store("conversation").metadata["hints"] == 1
+    assert fresh.checkpoint.runs >= 3

@@ -22,6 +22,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+
 class _Deleted(enum.Enum):
     """The overlay's mark for a deleted entry (an enum member, so ``is`` narrows the type)."""
 

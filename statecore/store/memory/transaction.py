@@ -57,3 +57,5 @@ def _missing(ref: SessionRef) -> SessionNotFoundError:
     return SessionNotFoundError(
         f"session {ref} does not exist; call sessions.ensure(ref) first", session=str(ref)
     )
+
+
