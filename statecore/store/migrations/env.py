@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Connection
 
 from statecore.store.sql.engine import create_store_engine
@@ -34,8 +35,26 @@ def _run_on(connection: Connection) -> None:
         # SQLite cannot ALTER most constraints; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
     )
+    _refuse_downgrade_onto_taken_names(connection)
     with context.begin_transaction():
         context.run_migrations()
+
+
+def _refuse_downgrade_onto_taken_names(connection: Connection) -> None:
+    """Refuse, before any step runs, a downgrade below revision 0002 that its own check would
+    refuse half way: MySQL and MariaDB cannot roll DDL back, so the later revisions' steps
+    would already be undone when 0002's check stops the run."""
+    destination = context.get_revision_argument()
+    if destination not in (None, "base", "0001"):  # Alembic passes "base" on as None
+        return
+    current = context.get_context().get_current_revision()
+    if current in (None, "0001"):
+        return
+    guard = context.script.get_revision("0002")
+    assert guard is not None
+    check = getattr(guard.module, "refuse_if_names_taken", None)
+    if check is not None:
+        check(set(sa_inspect(connection).get_table_names()))
 
 
 async def _run_with_own_engine(url: str) -> None:

@@ -107,14 +107,20 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    taken = set(TABLES) & set(sa.inspect(op.get_bind()).get_table_names())
+    refuse_if_names_taken(set(sa.inspect(op.get_bind()).get_table_names()))
+    _move(_new, _old)
+
+
+def refuse_if_names_taken(existing: set[str]) -> None:
+    """Revision 0001's table names may be the application's own: then refuse (the Alembic
+    environment calls this before a downgrade's first step too, so nothing is changed)."""
+    taken = set(TABLES) & existing
     if taken:
         raise MigrationError(
             "cannot downgrade below revision 0002: revision 0001 names its tables "
             f"{', '.join(TABLES)}, and this database already has {', '.join(sorted(taken))} "
             "(the application's own, most likely); nothing was changed"
         )
-    _move(_new, _old)
 
 
 def _move(source: Naming, target: Naming) -> None:
