@@ -40,7 +40,7 @@ from statecore.llm.base import ModelRequest, ModelResponse
 from statecore.llm.openai_wire import error_text, parse_response, request_body
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import APIStatusError, AsyncOpenAI
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 
@@ -184,8 +184,8 @@ class OpenAICompatibleModel:
                 status_code=raw.status_code,
             ) from exc
 
-    def _status_error(self, exc: Any) -> StatecoreError:
-        status: int = exc.status_code
+    def _status_error(self, exc: APIStatusError) -> StatecoreError:
+        status = exc.status_code
         server_says = self._redact(error_text(exc.response.content))
         if status in _RETRYABLE_STATUS or status >= 500:
             retry_after = _retry_after(exc.response.headers.get("retry-after"))
