@@ -22,10 +22,9 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.openai_agents.workflow import activity_as_tool
 
     from bench.fake_openai_server import weather
+    from bench.side_by_side_measure import INSTRUCTIONS, MODEL
 
 WORKFLOW_TYPE = "OfficialAgentChat"
-MODEL = "fake-model"
-INSTRUCTIONS = "You are a weather assistant. Use get_weather for every city asked about."
 
 
 @activity.defn

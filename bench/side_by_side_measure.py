@@ -22,6 +22,8 @@ from temporalio.client import Client
 
 from bench.history import session_history
 
+MODEL = "fake-model"
+INSTRUCTIONS = "You are a weather assistant. Use get_weather for every city asked about."
 CITIES = ("Lisbon", "Oslo", "Nairobi", "Lima", "Osaka", "Quebec", "Tunis", "Perth", "Riga")
 #: Turns at which the report gives history bytes (those the session reached).
 CHECKPOINTS = (10, 100, 300)
