@@ -97,6 +97,8 @@ async def history_report(
         "history_bytes_cumulative_at": {
             str(n): cumulative[n - 1] for n in checkpoints if n <= len(cumulative)
         },
+        # The last turn that completed: where a session that stopped early stood.
+        "history_bytes_last_turn": per_turn[-1] if per_turn else None,
         "largest_activity_input_bytes": largest_payload,
         "largest_activity_input_in_run": largest_at,
         "workflow_task_failures": failures,
