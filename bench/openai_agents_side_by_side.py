@@ -200,6 +200,31 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "model": "bench/fake_openai_server.py (chat completions, deterministic)",
         },
         "sides": sides,
+        "comparison": compare(sides),
+    }
+
+
+def compare(sides: dict[str, Any]) -> dict[str, Any]:
+    """Both sides over the turns both completed: latency p50 and history per turn."""
+    official, statecore = sides["official"], sides["statecore"]
+    if "skipped" in official:
+        return {}
+    both = min(official["turns_done"], statecore["turns_done"])
+
+    def p50(side: dict[str, Any]) -> float | None:
+        seconds = [ms / 1000 for ms in side["latency_ms_series"][:both]]
+        return latency_report(seconds).get("p50_ms")
+
+    a_bytes = official["series"]["history_bytes_per_turn"]
+    b_bytes = statecore["series"]["history_bytes_per_turn"]
+    return {
+        "turns_both_completed": both,
+        "p50_ms_over_those_turns": {"official": p50(official), "statecore": p50(statecore)},
+        "official_to_statecore_history_bytes_per_turn_at": {
+            str(n): round(a_bytes[n - 1] / b_bytes[n - 1], 1)
+            for n in sorted({*CHECKPOINTS, both})
+            if n <= both and a_bytes[n - 1] and b_bytes[n - 1]
+        },
     }
 
 
@@ -218,6 +243,8 @@ def print_summary(result: dict[str, Any]) -> None:
             print(f"  stopped by: {side['stopped_by']}")
         if side["terminated_reason"]:
             print(f"  terminated: {side['terminated_reason']}")
+    if result["comparison"]:
+        print(f"comparison: {result['comparison']}")
 
 
 def main(argv: list[str] | None = None) -> int:
