@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from statecore.core.errors import InvalidInputError, StatecoreError
+from statecore.core.agent_turns import AgentTurnRunner
+from statecore.core.errors import StatecoreError, UnknownAgentError
 from statecore.core.tokens import TokenCounter
 from statecore.llm import ChatModel
 from statecore.store.base import StateStore
@@ -22,6 +23,8 @@ class WorkerResources:
 
     models: Mapping[str, ChatModel]
     counter: TokenCounter = field(default_factory=TokenCounter)
+    #: Framework agents that answer turns in place of a model, by name.
+    agents: Mapping[str, AgentTurnRunner] = field(default_factory=dict)
     _store: StateStore | None = None
 
     @property
@@ -36,7 +39,16 @@ class WorkerResources:
     def model(self, name: str) -> ChatModel:
         found = self.models.get(name) or (self.models.get("default") if name == "default" else None)
         if found is None:
-            raise InvalidInputError(
-                f"no model named {name!r} on this worker; configured: {sorted(self.models)}"
+            raise UnknownAgentError(
+                f"no model or agent named {name!r} on this worker; models: "
+                f"{sorted(self.models)}, agents: {sorted(self.agents)}",
+                name=name,
             )
         return found
+
+    def agent_for(self, model: str, agent_id: str) -> AgentTurnRunner | None:
+        """The framework agent that answers a turn: the one the session names as its model,
+        or, for a session on the default model, the one registered under its agent id."""
+        if model in self.agents:
+            return self.agents[model]
+        return self.agents.get(agent_id) if model == "default" else None

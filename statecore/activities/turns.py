@@ -30,8 +30,9 @@ from statecore.contract.activities import (
     ReadStateInput,
     ReadStateResult,
 )
+from statecore.core.agent_turns import AgentTurnRequest, AgentTurnRunner
 from statecore.core.context_window import AssembledContext, assemble_context
-from statecore.core.errors import ConflictError
+from statecore.core.errors import ConflictError, InvalidInputError
 from statecore.core.models import KVEntry, Message
 from statecore.core.turn_commit import commit_turn, find_turn
 from statecore.llm import ModelRequest, ModelResponse
@@ -89,6 +90,8 @@ class TurnActivities:
                     return done, None
             if await tx.sessions.get(input.ref) is None:
                 return None, None
+            if not assemble:
+                return None, _NOT_ASSEMBLED
             context = await assemble_context(
                 tx,
                 input.ref,
@@ -98,6 +101,14 @@ class TurnActivities:
             )
             return None, context
 
+        # A framework agent answers in place of the model; it reads the log itself.
+        runner = self._r.agent_for(input.model, input.ref.agent_id)
+        if runner is not None and input.commit is None:
+            raise InvalidInputError(
+                "a framework agent's turn commits what its run produced; call it as the "
+                "turn's committing model call (turn.respond())"
+            )
+        assemble = runner is None
         done, assembled = await run_transaction(store, read_context, read_only=True)
         if done is None and assembled is None:
             # A turn-API workflow may start its first turn without opening the session.
@@ -108,6 +119,9 @@ class TurnActivities:
         if assembled is None:
             # Deleted again between the two transactions: let Temporal retry the call.
             raise RuntimeError(f"session {input.ref} was deleted as its turn began")
+        if runner is not None:
+            assert input.commit is not None
+            return await _run_agent_turn(self._r, runner, input, input.commit, started)
         context = assembled
         model = self._r.model(input.model)
         response: ModelResponse = await _heartbeating(
@@ -218,6 +232,55 @@ async def _commit(
             commit.usage.completion_tokens,
         )
     return done
+
+
+#: read_context's answer for a turn a framework agent runs: the session exists, no context
+#: was assembled (the agent reads the log through its own session view).
+_NOT_ASSEMBLED = AssembledContext(messages=[], tokens=0, max_tokens=1)
+
+
+async def _run_agent_turn(
+    resources: WorkerResources,
+    runner: AgentTurnRunner,
+    input: GenerateInput,
+    commit: CommitTurnInput,
+    started: float,
+) -> GenerateResult:
+    """Run a framework agent for the turn and commit what it produced with the turn record.
+
+    The run writes nothing itself; a run that raises leaves the session as it was."""
+    outcome = await _heartbeating(
+        runner.run_turn(
+            AgentTurnRequest(
+                store=resources.store,
+                ref=input.ref,
+                turn_id=input.turn_id,
+                new_messages=list(commit.messages),
+                profile=input.profile,
+                counter=resources.counter,
+            )
+        )
+    )
+    reply = outcome.reply
+    full = commit.model_copy(
+        update={
+            # The run recorded the turn's new messages in its own form, first.
+            "messages": outcome.messages,
+            "usage": commit.usage + outcome.usage,
+            "result": ModelOutcome(
+                reply=reply, usage=outcome.usage, context_tokens=outcome.context_tokens
+            ),
+        }
+    )
+    done = await _commit(resources, full, started, looked_up=True)
+    if done.duplicate:
+        return _duplicate(done)
+    return GenerateResult(
+        message=reply,
+        usage=outcome.usage,
+        context_tokens=outcome.context_tokens,
+        commit=_without_outcome(done),
+    )
 
 
 def _duplicate(done: CommitTurnResult) -> GenerateResult:

@@ -92,6 +92,11 @@ def group_exchanges(messages: Sequence[StoredMessage]) -> list[Exchange]:
         if msg.role == "assistant" and msg.tool_calls:
             pending = {call.id for call in msg.tool_calls}
             j = i + 1
+            # Parallel calls stored one per message (as Responses-API items are) belong to
+            # the same exchange as the results that follow them.
+            while j < n and messages[j].role == "assistant" and messages[j].tool_calls:
+                pending |= {call.id for call in messages[j].tool_calls}
+                j += 1
             while j < n and messages[j].role == "tool" and messages[j].tool_call_id in pending:
                 pending.discard(messages[j].tool_call_id or "")
                 j += 1

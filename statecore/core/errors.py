@@ -64,6 +64,13 @@ class UnknownStrategyError(InvalidInputError):
     code = "UnknownStrategy"
 
 
+class UnknownAgentError(InvalidInputError):
+    """A turn names a model or framework agent this worker does not have; register it with
+    the plugin (``models=`` or ``agents=``) or start the session with a name it has."""
+
+    code = "UnknownAgent"
+
+
 class ContextBudgetError(InvalidInputError):
     """The parts of a context that cannot be dropped (system prompt, summary, hints, new
     messages) alone exceed the token budget: raise the budget, shorten the new messages or
@@ -165,6 +172,14 @@ class ModelError(StatecoreError):
     """The model call failed in a way a retry will not fix (bad request, auth)."""
 
     code = "ModelError"
+
+
+class AgentRunError(StatecoreError):
+    """A framework agent's run raised (in a tool, a guardrail, a handoff or the framework
+    itself). Nothing of the turn was stored and the session is unchanged; fix the cause and
+    send the turn again."""
+
+    code = "AgentRunFailed"
 
 
 class ModelUnavailableError(ModelError):

@@ -132,16 +132,30 @@ class ConversationStore(abc.ABC):
         from_seq: int | None = None,
         to_seq: int | None = None,
         limit: int | None = None,
+        include_retracted: bool = False,
     ) -> list[StoredMessage]:
         """Messages with ``from_seq <= seq <= to_seq`` in ascending seq order, at most
-        ``limit`` of them (the first ones)."""
+        ``limit`` of them (the first ones). Retracted messages are left out unless
+        ``include_retracted`` (inspection and audit)."""
+
+    @abc.abstractmethod
+    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
+        """Take back the newest message that is not retracted yet and return it (None when
+        there is none). Nothing is deleted, and the counters and running totals stay as they
+        were: the row is marked, and ``messages``, ``tail`` and everything built on them (the
+        context window, export) skip it from now on. Only ``clear`` (a reset) removes it."""
+
+    @abc.abstractmethod
+    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
+        """The retracted messages' seqs, ascending, with the time each was retracted."""
 
     @abc.abstractmethod
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
     ) -> list[StoredMessage]:
         """The newest messages at or after the window start whose token sum fits
-        ``max_tokens`` and whose count fits ``max_messages``, ascending. Uses the stored
+        ``max_tokens`` and whose count fits ``max_messages``, ascending, retracted ones left
+        out (their tokens still count against ``max_tokens``). Uses the stored
         cumulative token totals: one indexed query, no re-tokenisation, no full scan."""
 
     @abc.abstractmethod

@@ -68,13 +68,14 @@ _RETRYABLE_CODES = {"SessionDraining"}
 M = TypeVar("M", bound=BaseModel)
 
 
-def _request(model: type[M], **fields: Any) -> M:
+def _request(request_type: type[M], /, **fields: Any) -> M:
     """Build a request model; a field it refuses is an InvalidInputError naming the field
-    (the models' own statecore errors, such as UnknownStore, pass through as they are)."""
+    (the models' own statecore errors, such as UnknownStore, pass through as they are).
+    Positional-only, so a request's own ``model`` field (SessionInput's) is a field here."""
     try:
-        return model(**fields)
+        return request_type(**fields)
     except ValidationError as err:
-        where = first_problem(err)[0] or model.__name__
+        where = first_problem(err)[0] or request_type.__name__
         raise InvalidInputError(validation_message(err, what=where), field=where) from err
 
 

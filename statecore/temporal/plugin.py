@@ -37,6 +37,7 @@ from statecore.core.tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.store import open_store
 from statecore.store.base import StateStore
+from statecore.temporal.agent_registry import agent_runners
 from statecore.temporal.converter import adjust_data_converter
 
 PLUGIN_NAME = "statecore"
@@ -87,6 +88,11 @@ class StatecorePlugin(SimplePlugin):
         activity_factories: callables given this worker's ``WorkerResources`` (store, models,
             token counter) that return more activities, for activities that need the store
             the plugin opens (e.g. ``activities.tools.example_tools``).
+        agents: framework agents that answer turns in place of a model, by name: an
+            ``agents.Agent`` of the OpenAI Agents SDK (the ``openai-agents`` extra) or any
+            ``statecore.core.agent_turns.AgentTurnRunner``. A session whose ``model`` names
+            one, or whose ``agent_id`` names one while its model is ``"default"``, runs each
+            turn as that agent's run (see docs/openai_agents.md).
         codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
             ``statecore.EncryptionCodec`` to keep workflow history encrypted. A codec already
             on the client's data converter is kept as it is; passing one here as well is a
@@ -108,6 +114,7 @@ class StatecorePlugin(SimplePlugin):
             Callable[[WorkerResources], Sequence[Callable[..., Any]]]
         ] = (),
         codec: PayloadCodec | None = None,
+        agents: Mapping[str, Any] | None = None,
     ) -> None:
         if (database_url is None) == (store is None):
             raise ValueError("pass exactly one of database_url= or store=")
@@ -119,7 +126,9 @@ class StatecorePlugin(SimplePlugin):
             raise ValueError("codec must be a temporalio.converter.PayloadCodec")
         counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
         self.resources = WorkerResources(
-            models=dict(models) if models else {"default": OfflineModel()}, counter=counter
+            models=dict(models) if models else {"default": OfflineModel()},
+            counter=counter,
+            agents=agent_runners(agents or {}),
         )
         self._database_url = database_url
         self._given_store = store

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from datetime import datetime
 
 from statecore.core.errors import AlreadyExistsError, InvalidLimitError
 from statecore.core.models import (
@@ -18,6 +19,7 @@ from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
     check_aware,
+    check_flag,
     check_int,
     check_message_range,
     check_page_limit,
@@ -92,14 +94,34 @@ class MemoryConversationStore(ConversationStore):
         from_seq: int | None = None,
         to_seq: int | None = None,
         limit: int | None = None,
+        include_retracted: bool = False,
     ) -> list[StoredMessage]:
         check_message_range(ref, from_seq, to_seq, limit)
-        log = self._ctx.session(ref).messages
+        check_flag(include_retracted, "include_retracted")
+        part = self._ctx.session(ref)
+        log = part.messages
         start = 0 if from_seq is None else bisect.bisect_left(log, from_seq, key=lambda m: m.seq)
         stop = len(log) if to_seq is None else bisect.bisect_right(log, to_seq, key=lambda m: m.seq)
+        picked = [
+            m for m in log[start:stop] if include_retracted or m.seq not in part.retracted
+        ]
         if limit is not None:
-            stop = min(stop, start + limit)
-        return [_out(m) for m in log[start:stop]]
+            picked = picked[:limit]
+        return [_out(m) for m in picked]
+
+    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
+        check_ref(ref)
+        part = self._ctx.session(ref)
+        newest = next((m for m in reversed(part.messages) if m.seq not in part.retracted), None)
+        if newest is None:
+            return None
+        part = self._ctx.session_for_write(ref)
+        part.retracted[newest.seq] = self._ctx.now
+        return _out(newest)
+
+    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
+        check_ref(ref)
+        return dict(sorted(self._ctx.session(ref).retracted.items()))
 
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
@@ -118,6 +140,10 @@ class MemoryConversationStore(ConversationStore):
         for message in reversed(log):
             if message.seq < window_start:
                 break
+            if message.seq in part.retracted:
+                # Taken back: not in the window; its tokens still count against the budget
+                # (the running totals include it), which keeps the boundary one lookup.
+                continue
             if max_messages is not None and len(picked) >= max_messages:
                 break
             # Tokens of this message and everything after it, from the stored running totals.
@@ -197,6 +223,7 @@ class MemoryConversationStore(ConversationStore):
         part = self._ctx.session_for_write(ref)
         removed = len(part.messages)
         part.messages, part.by_turn, part.hints, part.summary = [], {}, [], None
+        part.retracted = {}
         part.info = part.info.model_copy(
             update={
                 "system_prompt": None,

@@ -84,6 +84,8 @@ class SessionPartition:
     summary: Summary | None = None
     flows: dict[str, list[FlowRow]] = field(default_factory=dict)  # ascending version
     orchestration: OrchestrationRow | None = None
+    #: seq -> when it was retracted; readers skip these messages, which stay in ``messages``.
+    retracted: dict[int, datetime] = field(default_factory=dict)
 
     def copy(self) -> SessionPartition:
         return SessionPartition(
@@ -94,6 +96,7 @@ class SessionPartition:
             summary=self.summary,
             flows={flow_id: list(rows) for flow_id, rows in self.flows.items()},
             orchestration=self.orchestration,
+            retracted=dict(self.retracted),
         )
 
 

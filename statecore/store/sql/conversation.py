@@ -4,14 +4,16 @@ token window found with one indexed query."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_identifier
 from statecore.core.models import Message as NewMessage
 from statecore.store.base import ConversationStore
 from statecore.store.inputs import (
+    check_flag,
     check_int,
     check_message_range,
     check_page_limit,
@@ -104,10 +106,14 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         from_seq: int | None = None,
         to_seq: int | None = None,
         limit: int | None = None,
+        include_retracted: bool = False,
     ) -> list[StoredMessage]:
         check_message_range(ref, from_seq, to_seq, limit)
+        check_flag(include_retracted, "include_retracted")
         session = await self._ctx.session_row(ref)
         statement = select(message_table).where(message_table.c.session_pk == session.id)
+        if not include_retracted:
+            statement = statement.where(message_table.c.retracted_at.is_(None))
         if from_seq is not None:
             statement = statement.where(message_table.c.seq >= from_seq)
         if to_seq is not None:
@@ -129,8 +135,6 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if session.last_seq == 0:
             return []
         first_seq = session.window_start_seq
-        if max_messages is not None:
-            first_seq = max(first_seq, session.last_seq - max_messages + 1)
         c = message_table.c
         if max_tokens is not None and session.token_total > max_tokens:
             # Message m fits when the tokens from m to the end, token_total minus the running
@@ -151,12 +155,48 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             if boundary is None:  # counters ahead of the rows: no message fits the budget
                 return []
             first_seq = max(first_seq, boundary + 1)
-        rows = await self._ctx.conn.execute(
+        window = (
             select(message_table)
-            .where(c.session_pk == session.id, c.seq >= first_seq)
+            .where(c.session_pk == session.id, c.seq >= first_seq, c.retracted_at.is_(None))
+            .order_by(c.seq.desc())
+        )
+        if max_messages is not None:
+            # Newest first with a limit, so retracted rows never take a place in the count.
+            window = window.limit(max_messages)
+        rows = await self._ctx.conn.execute(window)
+        return [stored_message(row) for row in reversed(list(rows))]
+
+    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
+        check_ref(ref)
+        session = await self._ctx.session_row(ref, lock=True)
+        c = message_table.c
+        newest = (
+            await self._ctx.conn.execute(
+                select(message_table)
+                .where(c.session_pk == session.id, c.retracted_at.is_(None))
+                .order_by(c.seq.desc())
+                .limit(1)
+            )
+        ).first()
+        if newest is None:
+            return None
+        await self._ctx.conn.execute(
+            update(message_table)
+            .where(c.session_pk == session.id, c.seq == newest.seq)
+            .values(retracted_at=self._ctx.now)
+        )
+        return stored_message(newest)
+
+    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
+        check_ref(ref)
+        session = await self._ctx.session_row(ref)
+        c = message_table.c
+        rows = await self._ctx.conn.execute(
+            select(c.seq, c.retracted_at)
+            .where(c.session_pk == session.id, c.retracted_at.is_not(None))
             .order_by(c.seq)
         )
-        return [stored_message(row) for row in rows]
+        return {row.seq: row.retracted_at for row in rows}
 
     async def clear(self, ref: SessionRef) -> int:
         check_ref(ref)

@@ -117,6 +117,9 @@ class MessageRow(Base):
     tokens: Mapped[int] = mapped_column(Integer)
     cumulative_tokens: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    #: Set when the message was taken back (a framework session's ``pop_item``): readers skip
+    #: it, the row stays for audit. Only a reset deletes messages.
+    retracted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class HintRow(Base):

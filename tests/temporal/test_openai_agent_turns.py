@@ -1,0 +1,177 @@
+"""OpenAI Agents SDK agents as durable statecore turns, on a real Temporal dev server.
+
+The agent's model is the deterministic RuleModel (tests/integrations/openai_agents); the SDK,
+the plugin, the worker, the workflow and the database are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
+from statecore.core.models import SessionRef, StoredMessage
+from statecore.integrations.openai_agents.items import ITEM_KEY
+from statecore.store import open_store
+from statecore.temporal.devserver import DevServer
+from tests.dbs import fresh_database
+from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
+from tests.temporal.conftest import Env, running_env
+
+
+class AgentEnv:
+    """A worker whose plugin has the front-desk agent registered under ``name``."""
+
+    def __init__(self, env: Env, name: str, model: RuleModel) -> None:
+        self.env, self.name, self.model = env, name, model
+        self.sessions = env.sessions
+
+    async def log(self, session: str) -> list[StoredMessage]:
+        store = await open_store(self.env.database_url)
+        try:
+            async with store.transaction() as tx:
+                ref = SessionRef(agent_id=self.name, session_id=session)
+                if await tx.sessions.get(ref) is None:
+                    return []
+                return await tx.conversation.messages(ref)
+        finally:
+            await store.close()
+
+
+@pytest.fixture
+async def agent_env(dev_server: DevServer) -> AsyncIterator[AgentEnv]:
+    model = RuleModel()
+    # Workflow ids are global on the shared dev server: a fresh agent name per test.
+    name = f"desk-{uuid.uuid4().hex[:8]}"
+    async with (
+        fresh_database("sqlite", "oaiturns") as url,
+        running_env(dev_server, url, agents={name: build_agent(model)}) as env,
+    ):
+        yield AgentEnv(env, name, model)
+
+
+def item_types(log: list[StoredMessage]) -> list[str]:
+    return [str(m.metadata[ITEM_KEY].get("type", "message")) for m in log]
+
+
+async def test_a_turn_runs_the_agent_with_its_tool_and_commits_every_item(
+    agent_env: AgentEnv,
+) -> None:
+    a = agent_env
+    first = await a.sessions.send(a.name, "s1", "weather in Oslo", turn_id="t1")
+    assert first.turn == 1 and first.reply.content == "weather: sunny in Oslo"
+    log = await a.log("s1")
+    assert item_types(log) == ["message", "function_call", "function_call_output", "message"]
+    assert {m.turn_id for m in log} == {"t1"}
+    assert (first.first_seq, first.last_seq) == (1, 4)
+    assert len(a.model.inputs) == 2  # the call, then the answer from the tool's output
+
+    # The next turn's run sees the committed log through its session.
+    second = await a.sessions.send(a.name, "s1", "what did I say", turn_id="t2")
+    assert second.turn == 2 and second.reply.content == "weather in Oslo"
+
+
+async def test_parallel_tool_calls_and_a_handoff(agent_env: AgentEnv) -> None:
+    a = agent_env
+    both = await a.sessions.send(a.name, "s2", "two cities Oslo Rome", turn_id="p1")
+    assert both.reply.content == "weather: sunny in Oslo; sunny in Rome"
+    handed = await a.sessions.send(a.name, "s2", "specialist", turn_id="p2")
+    assert handed.reply.content == "specialist here"
+    log = await a.log("s2")
+    assert item_types(log) == [
+        "message",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "message",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert log[7].tool_calls[0].name.startswith("transfer_to_")
+
+
+async def test_the_same_turn_id_answers_from_its_record_without_running_the_agent(
+    agent_env: AgentEnv,
+) -> None:
+    a = agent_env
+    first = await a.sessions.send(a.name, "s3", "weather in Lima", turn_id="d1")
+    calls = len(a.model.inputs)
+    again = await a.sessions.send(a.name, "s3", "weather in Lima", turn_id="d1")
+    # The workflow answers a repeated update id with the turn's first result.
+    assert again == first
+    assert len(a.model.inputs) == calls
+    assert len(await a.log("s3")) == 4
+
+
+async def test_a_tool_that_raises_stores_nothing_and_the_session_goes_on(
+    agent_env: AgentEnv,
+) -> None:
+    a = agent_env
+    await a.sessions.send(a.name, "s4", "hello", turn_id="e1")
+    before = await a.log("s4")
+    with pytest.raises(AgentRunError, match="the tool exploded"):
+        await a.sessions.send(a.name, "s4", "explode", turn_id="e2")
+    assert await a.log("s4") == before
+    after = await a.sessions.send(a.name, "s4", "what did I say", turn_id="e3")
+    assert after.reply.content == "hello" and after.turn == 2
+
+
+async def test_an_unknown_agent_name_is_refused_and_the_session_goes_on(
+    agent_env: AgentEnv,
+) -> None:
+    a = agent_env
+    with pytest.raises(UnknownAgentError, match="no-such-agent"):
+        await a.sessions.send(a.name, "s5", "hi", turn_id="u1", model="no-such-agent")
+    assert await a.log("s5") == []
+    report = await a.sessions.describe(a.name, "s5")
+    assert report.checkpoint is not None and report.checkpoint.status == "active"
+    assert report.checkpoint.turn == 0
+    # The worker's other sessions are untouched.
+    ok = await a.sessions.send(a.name, "s5-ok", "again", turn_id="u2")
+    assert ok.reply.content == "echo: again"
+
+
+async def test_the_operator_contract_is_unchanged(agent_env: AgentEnv) -> None:
+    a = agent_env
+    s = a.sessions
+    await s.send(a.name, "s6", "weather in Quito", turn_id="o1")
+    await s.pause(a.name, "s6", "maintenance")
+    await _until(lambda: _status(s, a.name, "s6"), "paused")
+    with pytest.raises(SessionPausedError):
+        await s.send(a.name, "s6", "hello", turn_id="o2")
+    await s.resume(a.name, "s6")
+    await _until(lambda: _status(s, a.name, "s6"), "active")
+    await s.add_hint(a.name, "s6", "Answer in French.")
+    report = await s.describe(a.name, "s6")
+    conversation = report.store("conversation")
+    assert conversation is not None and conversation.items == 4
+    compacted = await s.compact(a.name, "s6", strategy="recent", max_messages=2)
+    assert "conversation" in compacted.compacted
+    # The run after compaction starts from the window: the oldest user message is out.
+    said = await s.send(a.name, "s6", "what did I say", turn_id="o3")
+    assert "weather in Quito" not in said.reply.content
+    cleared = await s.reset(a.name, "s6", ["conversation"])
+    assert "conversation" in cleared.cleared
+    assert await a.log("s6") == []
+    fresh = await s.send(a.name, "s6", "what did I say", turn_id="o4")
+    assert fresh.reply.content == "nothing yet"
+
+
+async def _status(sessions: Any, agent: str, session: str) -> str:
+    report = await sessions.describe(agent, session)
+    return str(report.checkpoint.status)
+
+
+async def _until(read: Any, expected: str, within: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while (got := await read()) != expected:
+        assert loop.time() < deadline, f"status still {got!r}, waited {within}s for {expected!r}"
+        await asyncio.sleep(0.1)
