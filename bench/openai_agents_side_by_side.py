@@ -10,7 +10,10 @@ that calls ``get_weather`` once per turn) serve both sides, one after the other:
 (a) ``temporalio-openai-agents`` with its pinned ``openai-agents``, in the separate environment
     ``.cache/venv-official`` (``bench/official_venv.py``; built here if missing), run as
     ``bench/official_agents_side.py``;
-(b) statecore, in this environment (see ``SIDE_B_LABEL`` for exactly what runs).
+(b) statecore, in this environment: the same agent as an ``agents.Agent`` registered with
+    ``StatecorePlugin(agents=...)``, each turn one ``Runner.run`` inside the turn's activity
+    (``SDK_AGENT_LABEL``); with ``--side-b agent-session``, or where the OpenAI Agents SDK is
+    not installed, a plain AgentSession on statecore's model client (``AGENT_SESSION_LABEL``).
 
 Writes ``bench/results/openai_agents_side_by_side.{json,png}`` (``-quick`` in quick mode).
 See bench/README.md for the method and the committed figures.
@@ -27,6 +30,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
@@ -34,6 +38,7 @@ import time  # noqa: E402
 import uuid  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from contextlib import AsyncExitStack, contextmanager  # noqa: E402
+from importlib import metadata  # noqa: E402
 from tempfile import TemporaryDirectory  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -56,11 +61,16 @@ from statecore.temporal.client import AgentSessionClient  # noqa: E402
 from statecore.temporal.devserver import start_dev_server  # noqa: E402
 from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
 
-SIDE_B_LABEL = (
+SDK_AGENT_LABEL = (
+    "statecore AgentSession running the same agents.Agent (OpenAI Agents SDK {version}) "
+    "registered with StatecorePlugin(agents=...): one Runner.run per turn inside the turn's "
+    "activity, its session bound to the turn; the model (OpenAIChatCompletionsModel on the same "
+    "model server) and the get_weather tool (a function tool) run inside that activity"
+)
+AGENT_SESSION_LABEL = (
     "statecore AgentSession through statecore's OpenAICompatibleModel, same model server and "
-    "prompts; not an SDK agent (registering an agents.Agent with the plugin is not available "
-    "on this branch), and AgentSession runs no tools, so the model server answers each turn "
-    "without the tool call: one model call per turn"
+    "prompts; not an SDK agent, and AgentSession runs no tools, so the model server answers "
+    "each turn without the tool call: one model call per turn"
 )
 #: Longest side (a) may run before it counts as stuck.
 SIDE_A_TIMEOUT_SECONDS = 3 * 3600
@@ -72,12 +82,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--turns", type=int, help="turns per side (full: 300)")
     p.add_argument("--out", type=Path, help="JSON path (the PNG goes next to it)")
     p.add_argument(
+        "--side-b",
+        choices=("sdk-agent", "agent-session"),
+        help="what runs on statecore's side (default: sdk-agent if the SDK is installed)",
+    )
+    p.add_argument(
         "--no-official",
         action="store_true",
         help="run side (b) only (no separate environment needed)",
     )
     a = p.parse_args(argv)
     a.mode = "quick" if a.quick else "full"
+    if a.side_b is None:
+        a.side_b = "sdk-agent" if importlib.util.find_spec("agents") else "agent-session"
     a.turns = a.turns or (20 if a.quick else 300)
     name = "openai_agents_side_by_side" + ("-quick" if a.quick else "")
     a.out = a.out or ROOT / "bench" / "results" / f"{name}.json"
@@ -127,18 +144,28 @@ def run_official(python: Path, address: str, model_url: str, turns: int, folder:
     return result
 
 
-async def run_statecore(address: str, model_url: str, turns: int, folder: Path) -> dict:
-    model = OpenAICompatibleModel(model_url, model=MODEL)
-    plugin = StatecorePlugin(
-        f"sqlite+aiosqlite:///{folder / 'statecore.db'}", models={"default": model}
-    )
+async def run_statecore(
+    address: str, model_url: str, turns: int, folder: Path, side_b: str
+) -> dict:
+    url = f"sqlite+aiosqlite:///{folder / 'statecore.db'}"
+    agent, session = "weather", f"side-by-side-{uuid.uuid4().hex[:8]}"
+    model: OpenAICompatibleModel | None = None
+    if side_b == "sdk-agent":
+        from bench.statecore_agent import weather_agent
+
+        plugin = StatecorePlugin(url, agents={agent: weather_agent(model_url)})
+        label = SDK_AGENT_LABEL.format(version=metadata.version("openai-agents"))
+    else:
+        model = OpenAICompatibleModel(model_url, model=MODEL)
+        plugin = StatecorePlugin(url, models={"default": model})
+        label = AGENT_SESSION_LABEL
     client = await Client.connect(address, plugins=[plugin])
     queue = f"statecore-{uuid.uuid4().hex[:8]}"
     sessions = AgentSessionClient(client, task_queue=queue)
-    agent, session = "weather", f"side-by-side-{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(Worker(client, task_queue=queue))
-        stack.push_async_callback(model.aclose)
+        if model is not None:
+            stack.push_async_callback(model.aclose)
 
         async def send(n: int, turn_id: str, text: str) -> str:
             result = await sessions.send(
@@ -151,7 +178,8 @@ async def run_statecore(address: str, model_url: str, turns: int, folder: Path) 
             client, sessions.workflow_id(agent, session), len(latencies), CHECKPOINTS
         )
     return {
-        "label": SIDE_B_LABEL,
+        "label": label,
+        "side_b": side_b,
         "turns_asked": turns,
         "turns_done": len(latencies),
         "stopped_by": stopped_by,
@@ -184,8 +212,10 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                     )
                 else:
                     sides["official"] = {"skipped": skipped}
-                print(f"(b) statecore, {a.turns} turns", flush=True)
-                sides["statecore"] = await run_statecore(server.address, model_url, a.turns, folder)
+                print(f"(b) statecore ({a.side_b}), {a.turns} turns", flush=True)
+                sides["statecore"] = await run_statecore(
+                    server.address, model_url, a.turns, folder, a.side_b
+                )
         finally:
             server.stop()
     return {
