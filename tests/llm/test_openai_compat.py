@@ -204,14 +204,16 @@ async def test_error_messages_never_contain_the_api_key(model_server):
 
 
 async def test_timeout_is_retryable_unavailable_at_its_deadline(model_server):
-    model_server.play(Reply(delay=0.8, body=completion().body))
+    model_server.play(Reply(delay=3.0, body=completion().body))
     started = time.monotonic()
-    async with client(model_server, timeout_seconds=0.2) as model:
+    async with client(model_server, timeout_seconds=1.0) as model:
         with pytest.raises(ModelUnavailableError) as caught:
             await model.complete(hello())
-    assert len(model_server.received) == 1
-    assert "no response within 0.2s" in caught.value.message
-    assert time.monotonic() - started < 0.7  # gave up at the deadline, not at the reply
+    assert time.monotonic() - started < 2.9  # gave up at the deadline, not at the reply
+    assert "no response within 1.0s" in caught.value.message
+    assert caught.value.retryable is True
+    # One attempt at most (a loaded machine may time out before the server logs it).
+    assert len(model_server.received) <= 1
 
 
 async def test_connection_refused_is_retryable_unavailable():
