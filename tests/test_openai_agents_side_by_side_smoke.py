@@ -20,7 +20,7 @@ import pytest
 from bench import official_venv
 
 ROOT = Path(__file__).resolve().parent.parent
-TURNS = 5
+TURNS = 4
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
