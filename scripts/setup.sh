@@ -13,7 +13,12 @@ if [ ! -x .venv/bin/uv ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
 fi
 .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[${extras}]"
-# The test extra runs framework test suites against statecore (tests/integrations): fetch them now.
+# The test extra runs framework test suites against statecore (tests/integrations): fetch them
+# now. It also builds the separate environment of Temporal's official OpenAI Agents integration
+# (pinned; bench/official_venv.py), so the side-by-side smoke test never downloads.
 case ",${extras}," in
-  *,test,*) bash scripts/vendor_tests.sh ;;
+  *,test,*)
+    bash scripts/vendor_tests.sh
+    .venv/bin/python bench/official_venv.py >/dev/null
+    ;;
 esac

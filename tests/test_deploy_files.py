@@ -275,8 +275,9 @@ def test_docker_build_context_keeps_what_the_image_copies() -> None:
 
 LOCK = (REPO / "requirements.lock").read_text()
 #: The extras the image installs: PostgreSQL, tracing, and encryption because compose passes
-#: STATECORE_ENCRYPTION_KEYS to the worker (without cryptography it dies at start).
-IMAGE_EXTRAS = ("postgres", "otel", "encryption")
+#: STATECORE_ENCRYPTION_KEYS to the worker (without cryptography it dies at start), and the
+#: OpenAI-compatible model client (the openai SDK).
+IMAGE_EXTRAS = ("postgres", "otel", "encryption", "openai")
 
 
 def locked_versions() -> dict[str, str]:

@@ -23,8 +23,11 @@ USAGE_ESTIMATED = "usage_estimated"
 _SNIPPET = 500
 
 
-def request_body(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The JSON body of ``POST /chat/completions`` for ``request``."""
+def request_body(
+    request: ModelRequest, model: str, *, token_limit_field: str = "max_tokens"
+) -> dict[str, Any]:
+    """The JSON body of ``POST /chat/completions`` for ``request``; ``request.max_tokens`` goes
+    in ``token_limit_field`` (``max_completion_tokens`` for models that refuse ``max_tokens``)."""
     body: dict[str, Any] = {
         "model": model,
         "messages": [message_to_wire(m) for m in request.messages],
@@ -32,7 +35,7 @@ def request_body(request: ModelRequest, model: str) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
+        body[token_limit_field] = request.max_tokens
     if request.tools:
         body["tools"] = [
             {

@@ -1,0 +1,108 @@
+"""Side (a) of the side-by-side benchmark: the agent on Temporal's official integration.
+
+Run by ``bench/openai_agents_side_by_side.py`` with the Python of ``.cache/venv-official``
+(never statecore's environment); it starts its own worker, drives the turns against the given
+dev server and model server, and writes its JSON result to ``--out``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make bench/ importable
+    sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import uuid  # noqa: E402
+from datetime import timedelta  # noqa: E402
+from importlib import metadata  # noqa: E402
+
+# The SDK exports traces to OpenAI unless told not to; nothing may leave this machine.
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+
+from agents import set_tracing_disabled  # noqa: E402
+from agents.models.openai_provider import OpenAIProvider  # noqa: E402
+from temporalio.client import Client  # noqa: E402
+from temporalio.contrib.openai_agents import (  # noqa: E402
+    ModelActivityParameters,
+    OpenAIAgentsPlugin,
+)
+from temporalio.worker import Worker  # noqa: E402
+
+from bench.official_agents_workflow import (  # noqa: E402
+    WORKFLOW_TYPE,
+    OfficialAgentChat,
+    get_weather,
+)
+from bench.side_by_side_measure import (  # noqa: E402
+    drive,
+    history_report,
+    latency_report,
+)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--address", required=True, help="the dev server, host:port")
+    parser.add_argument("--model-url", required=True, help="the fake model server's API root")
+    parser.add_argument("--turns", type=int, required=True)
+    parser.add_argument("--checkpoints", default="10,100,300")
+    parser.add_argument("--out", type=Path, required=True)
+    return parser.parse_args()
+
+
+async def run(args: argparse.Namespace) -> dict:
+    set_tracing_disabled(True)
+    # Chat completions, as statecore's side uses; the activity's input (the whole
+    # conversation as Responses-API items) is the same whichever API the model speaks.
+    provider = OpenAIProvider(base_url=args.model_url, api_key="fake-key", use_responses=False)
+    plugin = OpenAIAgentsPlugin(
+        model_params=ModelActivityParameters(start_to_close_timeout=timedelta(seconds=60)),
+        model_provider=provider,
+    )
+    client = await Client.connect(args.address, plugins=[plugin])
+    queue = f"official-{uuid.uuid4().hex[:8]}"
+    workflow_id = f"official-agent-chat-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        client, task_queue=queue, workflows=[OfficialAgentChat], activities=[get_weather]
+    ):
+        handle = await client.start_workflow(WORKFLOW_TYPE, id=workflow_id, task_queue=queue)
+
+        async def send(n: int, turn_id: str, text: str) -> str:
+            return await handle.execute_update("send_message", text, id=turn_id, result_type=str)
+
+        latencies, stopped_by, last_reply = await drive(send, args.turns, label="official")
+        if stopped_by is None:
+            await handle.signal("close")
+        checkpoints = [int(x) for x in args.checkpoints.split(",")]
+        history = await history_report(client, workflow_id, len(latencies), checkpoints)
+    return {
+        "label": "temporalio-openai-agents (Temporal's official integration), "
+        "Runner.run in the workflow, model calls and the tool as activities",
+        "versions": {
+            name: metadata.version(name)
+            for name in ("temporalio-openai-agents", "openai-agents", "openai", "temporalio")
+        },
+        "turns_asked": args.turns,
+        "turns_done": len(latencies),
+        "stopped_by": stopped_by,
+        "last_reply": last_reply,
+        "latency": latency_report(latencies),
+        "latency_ms_series": [round(x * 1000, 2) for x in latencies],
+        **history,
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    result = asyncio.run(run(args))
+    args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

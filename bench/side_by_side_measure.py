@@ -1,0 +1,145 @@
+"""What the side-by-side benchmark measures, the same way on both sides.
+
+Imports only temporalio and ``bench.history``, so the official integration's separate
+environment runs it too. Per side: the latency of every turn as the caller sees it (one
+update, start to result), the workflow history every turn adds (``bench.history``: events cut
+at each ``WorkflowExecutionUpdateCompleted``, each measured as its serialized size), the
+history in total (the server's ``history_size_bytes``, summed over runs), the largest payload
+any activity was scheduled with, and, if a turn fails, why: the run's status, the server's
+termination reason, the workflow-task failures it recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.client import Client
+
+from bench.history import session_history
+
+MODEL = "fake-model"
+INSTRUCTIONS = "You are a weather assistant. Use get_weather for every city asked about."
+CITIES = ("Lisbon", "Oslo", "Nairobi", "Lima", "Osaka", "Quebec", "Tunis", "Perth", "Riga")
+#: Turns at which the report gives history bytes (those the session reached).
+CHECKPOINTS = (10, 100, 300)
+#: Longest a turn may take before the run counts as stuck and stops.
+TURN_TIMEOUT_SECONDS = 180.0
+
+_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+_TASK_FAILED = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+_TERMINATED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED
+
+SendTurn = Callable[[int, str, str], Awaitable[str]]
+
+
+def prompt(n: int) -> str:
+    """The user's message of turn ``n``: the same on both sides."""
+    return f"Turn {n}: what is the weather in {CITIES[n % len(CITIES)]}?"
+
+
+def turn_id(n: int) -> str:
+    return f"turn-{n:05d}"
+
+
+async def drive(send: SendTurn, turns: int, *, label: str) -> tuple[list[float], str | None, str]:
+    """Send turns 1..``turns`` one after another; stop at the first failure.
+
+    Returns each turn's latency (seconds), the error that stopped the run (or None) and the
+    last reply."""
+    latencies: list[float] = []
+    last_reply = ""
+    every = max(1, turns // 10)
+    for n in range(1, turns + 1):
+        started = time.perf_counter()
+        try:
+            last_reply = await asyncio.wait_for(
+                send(n, turn_id(n), prompt(n)), TURN_TIMEOUT_SECONDS
+            )
+        except TimeoutError:
+            return latencies, f"turn {n} had no result within {TURN_TIMEOUT_SECONDS:.0f}s", ""
+        except Exception as err:  # the failure is the finding: report it and stop
+            return latencies, f"turn {n} failed: {type(err).__name__}: {err}", last_reply
+        latencies.append(time.perf_counter() - started)
+        if n % every == 0:
+            print(f"  {label}: turn {n}/{turns}, {latencies[-1] * 1000:.0f} ms", flush=True)
+    return latencies, None, last_reply
+
+
+async def history_report(
+    client: Client, workflow_id: str, turns_done: int, checkpoints: Sequence[int]
+) -> dict[str, Any]:
+    """History bytes per turn and in total, and what the server said if it stopped the run."""
+    history = await session_history(client, workflow_id)
+    per_turn = [history.bytes_by_update.get(turn_id(n)) for n in range(1, turns_done + 1)]
+    cumulative: list[int] = []
+    total = 0
+    for size in per_turn:
+        total += size or 0
+        cumulative.append(total)
+    largest_payload, largest_at, failures, terminated = await _events(
+        client, workflow_id, [r.run_id for r in history.runs]
+    )
+    description = await client.get_workflow_handle(workflow_id).describe()
+    return {
+        "workflow_id": workflow_id,
+        "runs": len(history.runs),
+        "status": description.status.name if description.status else None,
+        "history_bytes_total": sum(r.history_size_bytes for r in history.runs),
+        "history_events_total": sum(r.history_length for r in history.runs),
+        "history_bytes_per_turn_at": {
+            str(n): per_turn[n - 1] for n in checkpoints if n <= len(per_turn)
+        },
+        "history_bytes_cumulative_at": {
+            str(n): cumulative[n - 1] for n in checkpoints if n <= len(cumulative)
+        },
+        # The last turn that completed: where a session that stopped early stood.
+        "history_bytes_last_turn": per_turn[-1] if per_turn else None,
+        "largest_activity_input_bytes": largest_payload,
+        "largest_activity_input_in_run": largest_at,
+        "workflow_task_failures": failures,
+        "terminated_reason": terminated,
+        "series": {"history_bytes_per_turn": per_turn, "history_bytes_cumulative": cumulative},
+    }
+
+
+def latency_report(latencies: Sequence[float]) -> dict[str, Any]:
+    ms = sorted(x * 1000 for x in latencies)
+    if not ms:
+        return {"turns": 0}
+    return {
+        "turns": len(ms),
+        "p50_ms": round(statistics.median(ms), 1),
+        "p90_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.9))], 1),
+        "max_ms": round(ms[-1], 1),
+        "first_10_p50_ms": round(statistics.median(x * 1000 for x in latencies[:10]), 1),
+        "last_10_p50_ms": round(statistics.median(x * 1000 for x in latencies[-10:]), 1),
+    }
+
+
+async def _events(
+    client: Client, workflow_id: str, run_ids: Sequence[str]
+) -> tuple[int, int | None, list[str], str | None]:
+    """Largest activity input, the run it was in, workflow-task failures, termination reason:
+    read from every run of the workflow."""
+    largest, largest_run = 0, None
+    failures: list[str] = []
+    terminated: str | None = None
+    for index, run_id in enumerate(run_ids):
+        events = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        for event in events.events:
+            if event.event_type == _SCHEDULED:
+                size = event.activity_task_scheduled_event_attributes.input.ByteSize()
+                if size > largest:
+                    largest, largest_run = size, index
+            elif event.event_type == _TASK_FAILED:
+                failed = event.workflow_task_failed_event_attributes
+                cause = WorkflowTaskFailedCause.Name(failed.cause)
+                failures.append(f"{cause}: {failed.failure.message[:300]}")
+            elif event.event_type == _TERMINATED:
+                terminated = event.workflow_execution_terminated_event_attributes.reason
+    return largest, largest_run, failures[:20], terminated
