@@ -3,6 +3,7 @@ with 95% confidence intervals.
 
     .venv/bin/python bench/kv_ratio.py                      # SQLite, PostgreSQL, MariaDB
     .venv/bin/python bench/kv_ratio.py --rounds 4 --block 10   # smoke
+    .venv/bin/python bench/kv_ratio.py --code /tmp/old     # another checkout's statecore
 
 The two ways (``bench/store_kv.py``: the contract's ``kv.put``/``kv.get``, each in its own
 transaction, and one hand-written statement on the same engine) run in short blocks that
@@ -22,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make the repository importable
     sys.path.insert(0, str(ROOT))
+if "--code" in sys.argv:  # measure another checkout's statecore: it must be found first
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -32,6 +35,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
+import statecore  # noqa: E402
 from bench.cpu_per_turn import ratio_summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
 from bench.store_kv import API_KEY, BUCKET, RAW_KEY, VALUE, RawKV  # noqa: E402
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--block", type=int, default=25, help="calls per way per round")
     p.add_argument("--db", nargs="+", default=list(DIALECTS), choices=DIALECTS)
+    p.add_argument("--code", help="a checkout whose statecore to measure (default: this one)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "kv_ratio.json")
     a = p.parse_args(argv)
     if a.rounds < 2:
@@ -154,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     doc = {
         "what": "KV put/get via the contract over hand-written SQL (geometric mean of rounds)",
         "target": TARGET,
+        "statecore": str(Path(statecore.__file__).parent),
         "rounds": a.rounds,
         "block": a.block,
         "results": results,

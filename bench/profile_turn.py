@@ -15,7 +15,7 @@ statecore function on the stack (the statecore code that caused the work, wherev
 is).
 
 py-spy is a benchmark tool, not a dependency: install it with
-``.venv/bin/uv pip install --python .venv/bin/python py-spy`` (or the ``bench`` extra).
+``.venv/bin/uv pip install --python .venv/bin/python py-spy``.
 """
 
 from __future__ import annotations

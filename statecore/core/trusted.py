@@ -20,7 +20,9 @@ _set = object.__setattr__
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
     """An instance of ``cls`` holding ``values``, which must name every field of ``cls``
     with a value valid for it. The dict is used as is (not copied)."""
-    obj = cls.__new__(cls)
+    # object.__new__ directly: a pydantic model defines no __new__ of its own, and looking
+    # it up on the class costs ~0.2 of this function's ~2 microseconds.
+    obj = object.__new__(cls)
     _set(obj, "__dict__", values)
     _set(obj, "__pydantic_fields_set__", set(values))
     _set(obj, "__pydantic_extra__", None)

@@ -16,21 +16,19 @@ from statecore.core.errors import NotFoundError
 from statecore.core.models import Message, SessionRef, StoredMessage
 from statecore.store.base import StoreTransaction
 
-#: The counters a record keeps (``duplicate`` is not stored: a record read back is one).
-_COUNTERS = ("turn", "first_seq", "last_seq", "message_count", "token_total", "window_tokens")
-
 
 def record_value(result: CommitTurnResult, stored: list[StoredMessage]) -> dict[str, Any]:
-    """The JSON a turn record stores for ``result``, whose messages are ``stored``."""
-    value: dict[str, Any] = {name: getattr(result, name) for name in _COUNTERS}
-    if result.state_version is not None:
-        value["state_version"] = result.state_version
+    """The JSON a turn record stores for ``result``, whose messages are ``stored``.
+
+    Every field of the result is kept except ``duplicate`` (a record read back is one) and
+    the reply; fields at their default are left out, as reading restores them."""
+    value: dict[str, Any] = result.model_dump(
+        mode="json", exclude={"duplicate", "result"}, exclude_defaults=True
+    )
     outcome = result.result
     if outcome is None:
         return value
-    slim: dict[str, Any] = {"context_tokens": outcome.context_tokens}
-    if outcome.usage.prompt_tokens or outcome.usage.completion_tokens:
-        slim["usage"] = outcome.usage.model_dump(mode="json")
+    slim = outcome.model_dump(mode="json", exclude={"reply"}, exclude_defaults=True)
     reply_seq = _reply_seq(outcome.reply, stored)
     if reply_seq is None:
         slim["reply"] = outcome.reply.model_dump(mode="json", exclude_defaults=True)
@@ -76,12 +74,8 @@ async def read_record(
                 turn=value.get("turn"),
                 seq=seq,
             )
-        reply = _as_message(found[0])
+        fields = {k: v for k, v in outcome.items() if k != "reply_seq"}
         data["result"] = ModelOutcome.model_validate(
-            {
-                "reply": reply.model_dump(),
-                "usage": outcome.get("usage", {}),
-                "context_tokens": outcome.get("context_tokens", 0),
-            }
+            {**fields, "reply": _as_message(found[0]).model_dump()}
         )
     return CommitTurnResult.model_validate(data)
