@@ -18,7 +18,13 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from statecore.core.context_window import assemble_context
 from statecore.core.errors import InvalidInputError
 from statecore.core.model_windows import context_budget
-from statecore.core.models import DEFAULT_NAMESPACE, Message, SessionRef, validate_identifier
+from statecore.core.models import (
+    DEFAULT_NAMESPACE,
+    MAX_PAGE_SIZE,
+    Message,
+    SessionRef,
+    validate_identifier,
+)
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
 from statecore.integrations.openai_agents.items import items_to_messages, messages_to_items
@@ -86,7 +92,7 @@ class StatecoreSession:
     async def get_items(self, limit: int | None = None, wrapper: Any = None) -> list[Any]:
         limit = self._limit(limit)
         store = await self._store()
-        items = await run_transaction(store, self._read_items, read_only=True)
+        items = await run_transaction(store, lambda tx: self._read_items(tx, limit), read_only=True)
         return _newest(items, limit)
 
     async def add_items(self, items: list[Any], wrapper: Any = None) -> None:
@@ -137,9 +143,20 @@ class StatecoreSession:
         for store in stores:
             await store.close()
 
-    async def _read_items(self, tx: StoreTransaction) -> list[Any]:
-        if await tx.sessions.get(self.ref) is None:
+    async def _read_items(self, tx: StoreTransaction, limit: int | None) -> list[Any]:
+        info = await tx.sessions.get(self.ref)
+        if info is None:
             return []
+        if (
+            self.profile is None
+            and limit is not None
+            and limit <= MAX_PAGE_SIZE
+            and info.window_start_seq == 1
+        ):
+            # The newest ``limit`` items, one indexed read however long the log. (A compacted
+            # log's window starts later; the raw view still shows everything before it.)
+            newest = await tx.conversation.tail(self.ref, max_messages=max(limit, 1))
+            return messages_to_items(newest)
         if self.profile is not None:
             context = await assemble_context(
                 tx, self.ref, [], max_tokens=self._budget, counter=self._counter

@@ -10,16 +10,25 @@ the turn record in one transaction. Register it with the plugin by name
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
-from agents.exceptions import AgentsException
+from openai import APIConnectionError, InternalServerError, RateLimitError
 
 from statecore.core.agent_turns import AgentTurnOutcome, AgentTurnRequest
-from statecore.core.errors import AgentRunError, InvalidInputError, StatecoreError
+from statecore.core.errors import (
+    AgentRunError,
+    InvalidInputError,
+    ModelUnavailableError,
+    StatecoreError,
+)
 from statecore.core.models import Message, TokenUsage
 from statecore.integrations.openai_agents.session import TurnBoundSession
 
+#: What the OpenAI client raises when a retry later can succeed (timeouts are connection
+#: errors); anything else a run raises is the turn's own failure.
+_TRANSIENT = (APIConnectionError, InternalServerError, RateLimitError)
 #: How many model calls one turn's run may make (the SDK's own default).
 DEFAULT_MAX_MODEL_CALLS = 10
 
@@ -65,10 +74,16 @@ class OpenAIAgentTurn:
                 max_turns=self.max_turns,
             )
         except StatecoreError:
-            raise
-        except (AgentsException, Exception) as exc:
-            # Whatever the run raised (a tool, a guardrail, the model), nothing was stored:
-            # the session's writes were only buffered.
+            raise  # statecore's own refusals (a bad item, a context over budget) as they are
+        except _TRANSIENT as exc:
+            # The model endpoint is down or overloaded: Temporal retries the turn with backoff.
+            raise ModelUnavailableError(
+                f"the agent {self.agent.name!r}'s model is unavailable: {exc}",
+                agent=self.agent.name,
+            ) from exc
+        except Exception as exc:
+            # Whatever the run raised (a tool, a guardrail, a handoff, the model), nothing was
+            # stored: the session's writes were only buffered. Temporal does not retry it.
             raise AgentRunError(
                 f"the agent {self.agent.name!r} failed in turn {request.turn_id}: "
                 f"{type(exc).__name__}: {exc}",
@@ -88,7 +103,6 @@ class OpenAIAgentTurn:
 
 
 def _json_text(value: Any) -> str:
-    import json
-
+    """A structured final output (a pydantic model, a dataclass-like dict) as JSON text."""
     dump = getattr(value, "model_dump", None)
     return json.dumps(dump(mode="json") if callable(dump) else value, ensure_ascii=False)

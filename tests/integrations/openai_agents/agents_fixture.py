@@ -7,6 +7,7 @@ The model answers from the input it is given, so what it says proves what it saw
 - ``two cities <a> <b>`` -> calls ``get_weather`` twice in parallel, then answers with both;
 - ``specialist`` -> hands off to the specialist agent, which answers "specialist here";
 - ``explode`` -> calls the ``explode`` tool, which raises;
+- ``unreachable`` -> raises the OpenAI client's connection error (the endpoint is down);
 - ``what did I say`` -> answers with every earlier user message it sees, joined by " | "
   ("nothing yet" when it sees none);
 - anything else -> ``echo: <text>``.
@@ -23,15 +24,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, ModelSettings, Tool, function_tool
+import httpx
+from agents import Agent, ModelSettings, Tool, function_tool, set_tracing_disabled
 from agents.items import ModelResponse
 from agents.models.interface import Model, ModelTracing
 from agents.usage import Usage
+from openai import APIConnectionError
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
 )
+
+# Nothing reaches the network: the SDK would export traces to OpenAI whenever an API key is
+# set in the environment.
+set_tracing_disabled(True)
 
 
 class RuleModel(Model):
@@ -95,6 +102,8 @@ class RuleModel(Model):
             ]
         if text == "specialist":
             return [_call(handoffs[0].tool_name, {}, "h1")]
+        if text == "unreachable":
+            raise APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1"))
         if text == "explode":
             return [_call("explode", {}, "x1")]
         if text == "what did I say":

@@ -14,7 +14,7 @@ from temporalio.testing import ActivityEnvironment
 from statecore.activities.resources import WorkerResources
 from statecore.activities.turns import TurnActivities
 from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult
-from statecore.core.errors import AgentRunError
+from statecore.core.errors import AgentRunError, ModelUnavailableError
 from statecore.core.models import Message, SessionRef
 from statecore.integrations.openai_agents import OpenAIAgentTurn
 from statecore.integrations.openai_agents.items import ITEM_KEY
@@ -112,5 +112,19 @@ async def test_a_run_that_raises_stores_nothing(url: str) -> None:
         assert [m.turn_id for m in log] == ["t1", "t1"]
         after = await ActivityEnvironment().run(acts.generate, turn("t2", 2, "what did I say"))
         assert after.message.content == "hello"
+    finally:
+        await store.close()
+
+
+async def test_an_unreachable_model_is_retryable_and_stores_nothing(url: str) -> None:
+    store = await SqlStateStore.connect(url)
+    try:
+        acts = activities_on(store, RuleModel())
+        with pytest.raises(ApplicationError) as failure:
+            await ActivityEnvironment().run(acts.generate, turn("t1", 1, "unreachable"))
+        assert failure.value.type == ModelUnavailableError.code
+        assert not failure.value.non_retryable
+        async with store.transaction() as tx:
+            assert await tx.conversation.messages(REF) == []
     finally:
         await store.close()

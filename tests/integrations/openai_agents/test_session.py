@@ -240,3 +240,15 @@ async def test_standalone_on_a_database_url(tmp_path: Path) -> None:
         assert await again.get_items() == [ITEMS[1]]
     finally:
         await again.close()
+
+
+async def test_a_limit_past_a_page_and_a_compacted_log_still_read_right(store: StateStore) -> None:
+    session = new_session(store)
+    await session.add_items([{"role": "user", "content": f"m{n}"} for n in range(5)])
+    assert [i["content"] for i in await session.get_items(limit=5000)] == [
+        f"m{n}" for n in range(5)
+    ]
+    async with store.transaction() as tx:
+        await tx.conversation.set_window_start(session.ref, 4)
+    # The raw view is the SDK's: compaction moves statecore's window, not the item list.
+    assert [i["content"] for i in await session.get_items(limit=3)] == ["m2", "m3", "m4"]
