@@ -15,7 +15,15 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from statecore.store.sql.schema import TABLE_PREFIX, kv_entries, metadata, scoped_states, sessions
+from statecore.store.sql.schema import (
+    TABLE_PREFIX,
+    event_heads,
+    events,
+    kv_entries,
+    metadata,
+    scoped_states,
+    sessions,
+)
 
 Rows = dict[str, list[tuple[Any, ...]]]
 #: (namespace, agent_id, session_id or task_id) for a session or a (task, agent) scope, and
@@ -52,7 +60,8 @@ def _kv_owner(row: Any) -> Owner:
 async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
     """Every row grouped by its owner. A session's rows (header, messages, hints, flow,
     orchestration, KV, and the scoped state of (task_id=session_id, agent_id)) share the
-    owner (namespace, agent_id, session_id)."""
+    owner (namespace, agent_id, session_id); a namespace's change feed is owned by
+    ``feed_owner(namespace)``."""
     engine = create_async_engine(database_url, poolclass=NullPool)
     grouped: dict[Owner, Rows] = defaultdict(lambda: defaultdict(list))
     try:
@@ -66,7 +75,9 @@ async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
                     continue
                 result = await conn.execute(select(table).order_by(*table.primary_key.columns))
                 for row in result.all():
-                    if table is kv_entries:
+                    if table is events or table is event_heads:
+                        owner = feed_owner(row.namespace)
+                    elif table is kv_entries:
                         owner = _kv_owner(row)
                     elif table is scoped_states:
                         owner = (row.namespace, row.agent_id, row.task_id)
@@ -76,6 +87,12 @@ async def rows_by_owner(database_url: str) -> dict[Owner, Rows]:
     finally:
         await engine.dispose()
     return {owner: dict(tables) for owner, tables in grouped.items()}
+
+
+def feed_owner(namespace: str) -> Owner:
+    """The owner of a namespace's change feed (its events and its numbering row): every
+    committed change of the namespace adds to it, and nothing of another namespace may."""
+    return (namespace, "*feed", "")
 
 
 def without(grouped: dict[Owner, Rows], *owners: Owner) -> dict[Owner, Rows]:
