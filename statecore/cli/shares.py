@@ -26,7 +26,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 async def list_shares(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.shares import namespace_grants, redemptions
+    from statecore.core.share_listing import namespace_grants, redemptions
     from statecore.store import StoreTransaction, run_transaction
 
     async def read(tx: StoreTransaction) -> list[dict[str, Any]]:

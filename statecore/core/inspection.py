@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from statecore.core.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
-from statecore.core.shares import share_summaries
+from statecore.core.share_listing import share_summaries
 from statecore.core.turn_commit import TURN_META_BUCKET
 from statecore.store.base import StoreTransaction
 from statecore.store.kv_partition import (

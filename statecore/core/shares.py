@@ -31,8 +31,6 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from pydantic import JsonValue
-
 from statecore.contract.shares import (
     NewShareToken,
     ShareChanges,
@@ -52,7 +50,7 @@ from statecore.core.errors import (
     ShareTokenUnknownError,
     VersionConflictError,
 )
-from statecore.core.models import MAX_PAGE_SIZE, KVEntry, KVScope, ScopedState, SessionRef
+from statecore.core.models import KVEntry, KVScope, ScopedState, SessionRef
 from statecore.store.base import StoreTransaction
 from statecore.store.kv_partition import SHARE_BUCKET_PREFIX, validate_user_bucket
 
@@ -82,17 +80,18 @@ def share_id_of(token: str) -> str:
     return token_sha256(token)[:SHARE_ID_HEX]
 
 
-def _scope(namespace: str) -> KVScope:
+def namespace_scope(namespace: str) -> KVScope:
     return KVScope(namespace=namespace, owner="")
 
 
-def _owner_prefix(ref: SessionRef) -> str:
+def owner_prefix(ref: SessionRef) -> str:
     # ':' never appears in an identifier, so a prefix names exactly one owner.
     return f"{ref.agent_id}:{ref.session_id}:"
 
 
-async def _epoch(tx: StoreTransaction, ref: SessionRef, kind: ShareKind) -> int:
-    entry = await tx.kv.get(_scope(ref.namespace), EPOCH_BUCKET, _owner_prefix(ref) + kind)
+async def current_epoch(tx: StoreTransaction, ref: SessionRef, kind: ShareKind) -> int:
+    scope, key = namespace_scope(ref.namespace), owner_prefix(ref) + kind
+    entry = await tx.kv.get(scope, EPOCH_BUCKET, key)
     return int(entry.value["epoch"]) if entry is not None else 0
 
 
@@ -101,13 +100,12 @@ async def invalidate_shares(tx: StoreTransaction, ref: SessionRef, store: str) -
     Returns True when the owner had shared that store (and its tokens are now void)."""
     if store not in ("state", "kv"):
         return False
-    key = _owner_prefix(ref) + store
-    entry = await tx.kv.get(_scope(ref.namespace), EPOCH_BUCKET, key)
+    key = owner_prefix(ref) + store
+    entry = await tx.kv.get(namespace_scope(ref.namespace), EPOCH_BUCKET, key)
     if entry is None:
         return False
-    await tx.kv.put(
-        _scope(ref.namespace), EPOCH_BUCKET, key, {"epoch": int(entry.value["epoch"]) + 1}
-    )
+    epoch = int(entry.value["epoch"]) + 1
+    await tx.kv.put(namespace_scope(ref.namespace), EPOCH_BUCKET, key, {"epoch": epoch})
     return True
 
 
@@ -124,14 +122,13 @@ def is_share_entry(entry: KVEntry) -> bool:
 
 
 async def load_grant(tx: StoreTransaction, namespace: str, share_id: str) -> ShareGrant | None:
-    entry = await tx.kv.get(_scope(namespace), GRANT_BUCKET, share_id)
+    entry = await tx.kv.get(namespace_scope(namespace), GRANT_BUCKET, share_id)
     return None if entry is None else ShareGrant.model_validate(entry.value)
 
 
 async def _save_grant(tx: StoreTransaction, grant: ShareGrant) -> None:
-    await tx.kv.put(
-        _scope(grant.namespace), GRANT_BUCKET, grant.share_id, grant.model_dump(mode="json")
-    )
+    scope = namespace_scope(grant.namespace)
+    await tx.kv.put(scope, GRANT_BUCKET, grant.share_id, grant.model_dump(mode="json"))
 
 
 async def create_grant(tx: StoreTransaction, owner: SessionRef, op: ShareGrantOp) -> ShareGrant:
@@ -148,10 +145,10 @@ async def create_grant(tx: StoreTransaction, owner: SessionRef, op: ShareGrantOp
         )
     digest = token_sha256(op.token)
     share_id = digest[:SHARE_ID_HEX]
-    scope = _scope(owner.namespace)
+    scope = namespace_scope(owner.namespace)
     if await tx.kv.get(scope, GRANT_BUCKET, share_id) is not None:
         raise InvalidInputError("this token was already used for a grant; make a new one")
-    epoch_key = _owner_prefix(owner) + op.kind
+    epoch_key = owner_prefix(owner) + op.kind
     epoch_entry = await tx.kv.get(scope, EPOCH_BUCKET, epoch_key)
     if epoch_entry is None:
         await tx.kv.put(scope, EPOCH_BUCKET, epoch_key, {"epoch": 0})
@@ -176,7 +173,7 @@ async def create_grant(tx: StoreTransaction, owner: SessionRef, op: ShareGrantOp
     await tx.kv.put(
         scope, GRANT_BUCKET, share_id, grant.model_dump(mode="json"), expected_revision=0
     )
-    await tx.kv.put(scope, OWNER_BUCKET, _owner_prefix(owner) + share_id, {"kind": op.kind})
+    await tx.kv.put(scope, OWNER_BUCKET, owner_prefix(owner) + share_id, {"kind": op.kind})
     return grant
 
 
@@ -206,7 +203,8 @@ async def resolve(
             share_id=grant.share_id,
         )
     owner = grant.owner
-    if await _epoch(tx, owner, grant.kind) != grant.epoch or await tx.sessions.get(owner) is None:
+    reset_since = await current_epoch(tx, owner, grant.kind) != grant.epoch
+    if reset_since or await tx.sessions.get(owner) is None:
         raise ShareInvalidatedError(
             f"the {grant.kind} that share {grant.share_id} named was reset or deleted; the "
             "owner must share it again",
@@ -272,7 +270,7 @@ async def revoke(
 async def _record_use(
     tx: StoreTransaction, grant: ShareGrant, ref: SessionRef, writes: int
 ) -> None:
-    scope = _scope(ref.namespace)
+    scope = namespace_scope(ref.namespace)
     key = f"{grant.share_id}:{ref.agent_id}:{ref.session_id}"
     found = await tx.kv.get(scope, USE_BUCKET, key)
     now = tx.now
@@ -360,83 +358,3 @@ async def apply_share_changes(
         await create_grant(tx, ref, gop)
     for rop in changes.revokes:
         await revoke(tx, ref.namespace, rop.share_id, by=ref)
-
-
-async def owner_grants(tx: StoreTransaction, owner: SessionRef) -> list[ShareGrant]:
-    """The grants ``owner`` made, newest last (describe)."""
-    scope = _scope(owner.namespace)
-    grants: list[ShareGrant] = []
-    after: str | None = None
-    prefix = _owner_prefix(owner)
-    while True:
-        page = await tx.kv.list_keys(scope, OWNER_BUCKET, prefix, limit=MAX_PAGE_SIZE, after=after)
-        for key in page.keys:
-            grant = await load_grant(tx, owner.namespace, key[len(prefix) :])
-            if grant is not None:
-                grants.append(grant)
-        if page.next_after is None:
-            break
-        after = page.next_after
-    return sorted(grants, key=lambda g: g.created_at)
-
-
-async def redemptions(tx: StoreTransaction, namespace: str, share_id: str) -> list[ShareRedemption]:
-    scope = _scope(namespace)
-    page = await tx.kv.list_keys(scope, USE_BUCKET, share_id + ":", limit=MAX_PAGE_SIZE)
-    found: list[ShareRedemption] = []
-    for key in page.keys:
-        entry = await tx.kv.get(scope, USE_BUCKET, key)
-        if entry is not None:
-            found.append(ShareRedemption.model_validate(entry.value))
-    return found
-
-
-async def namespace_grants(tx: StoreTransaction, namespace: str) -> list[ShareGrant]:
-    """Every grant of a namespace (the CLI's list), oldest first."""
-    scope = _scope(namespace)
-    grants: list[ShareGrant] = []
-    after: str | None = None
-    while True:
-        page = await tx.kv.list_keys(scope, GRANT_BUCKET, "", limit=MAX_PAGE_SIZE, after=after)
-        for key in page.keys:
-            grant = await load_grant(tx, namespace, key)
-            if grant is not None:
-                grants.append(grant)
-        if page.next_after is None:
-            break
-        after = page.next_after
-    return sorted(grants, key=lambda g: g.created_at)
-
-
-async def share_summaries(
-    tx: StoreTransaction, owner: SessionRef, kind: ShareKind
-) -> list[JsonValue]:
-    """Grants of ``owner`` of one kind with their redemptions, as describe shows them."""
-    out: list[JsonValue] = []
-    current = await _epoch(tx, owner, kind)
-    for grant in await owner_grants(tx, owner):
-        if grant.kind != kind:
-            continue
-        out.append(
-            {
-                "share_id": grant.share_id,
-                "bucket": grant.bucket,
-                "access": grant.access,
-                "created_at": grant.created_at.isoformat(),
-                "expires_at": grant.expires_at.isoformat() if grant.expires_at else None,
-                "revoked_at": grant.revoked_at.isoformat() if grant.revoked_at else None,
-                "revoked_by": grant.revoked_by,
-                "invalidated": grant.epoch != current,
-                "redemptions": [
-                    {
-                        "agent_id": r.agent_id,
-                        "session_id": r.session_id,
-                        "turns": r.turns,
-                        "writes": r.writes,
-                        "last_at": r.last_at.isoformat(),
-                    }
-                    for r in await redemptions(tx, owner.namespace, grant.share_id)
-                ],
-            }
-        )
-    return out

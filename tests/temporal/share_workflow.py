@@ -23,7 +23,8 @@ class Plan(BaseModel):
 class PlanTurn(BaseModel):
     turn_id: str
     #: "share" (write the plan, share it), "add" (add a step through ``token``), "read",
-    #: "revoke" (revoke ``token``).
+    #: "revoke" (revoke ``token``), "share-kv" (share the bucket ``notes``), "count" (add
+    #: one to ``notes/count`` through ``token``).
     action: str
     token: str = ""
     step: str = ""
@@ -76,6 +77,15 @@ class PlanAgent:
                 out.token, out.share_id = ticket.token, ticket.share_id
             elif request.action == "revoke":
                 turn.shares.revoke(request.token)
+            elif request.action == "share-kv":
+                turn.kv.put("notes", "count", 1)
+                ticket = await turn.shares.share_kv("notes", access="read-write")
+                out.token, out.share_id = ticket.token, ticket.share_id
+            elif request.action == "count":
+                notes = await turn.shares.redeem_kv(request.token)
+                count = await notes.get("count")
+                notes.put("count", count + 1)
+                out.version = await notes.get("count")
             else:
                 shared = await turn.shares.redeem_state(request.token, Plan)
                 plan = await shared.get()

@@ -87,6 +87,26 @@ async def test_one_agent_shares_its_plan_and_another_updates_it(dev_server: DevS
         assert doc is not None and doc.state == {"steps": ["outline", "write"]}
 
 
+async def test_a_kv_bucket_shared_through_the_turn_api(dev_server: DevServer) -> None:
+    async with plan_env(dev_server, "sqlite") as env:
+        owner = await _agent(env, "owner", "notes-1")
+        counter = await _agent(env, "counter", "task-1")
+        token = (await _turn(owner, action="share-kv")).token
+        assert (await _turn(counter, action="count", token=token)).version == 2
+        assert (await _turn(counter, action="count", token=token)).version == 3
+        # A state token is not a KV token.
+        plan = (await _turn(owner, action="share", step="outline")).token
+        await _refused(counter, "ShareAccessDenied", action="count", token=plan)
+        store = await SqlStateStore.connect(env.database_url)
+        try:
+            async with store.transaction(read_only=True) as tx:
+                ref = SessionRef(agent_id=f"{env.agent}-owner", session_id="notes-1")
+                entry = await tx.kv.get(ref.kv_scope, "notes", "count")
+        finally:
+            await store.close()
+        assert entry is not None and (entry.value, entry.revision) == (3, 3)
+
+
 def _worker(address: str, queue: str, url: str, ready: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.temporal.share_worker", address, queue, url, str(ready)],
