@@ -187,7 +187,7 @@ async def run_one(name: str, reducer: str, turns: int) -> dict[str, Any]:
     }
 
 
-async def run(savers: list[str], turns: int) -> dict[str, Any]:
+async def run(savers: list[str], turns: int, reducers: list[str]) -> dict[str, Any]:
     runs, skipped = [], {}
     for name in savers:
         dialect = "postgresql" if name.endswith("postgres") else "sqlite"
@@ -196,7 +196,7 @@ async def run(savers: list[str], turns: int) -> dict[str, Any]:
             skipped[name] = reason
             print(f"skipping {name}: {reason}", flush=True)
             continue
-        for reducer in REDUCERS:
+        for reducer in reducers:
             runs.append(await run_one(name, reducer, turns))
     return {
         "benchmark": "langgraph_bytes",
@@ -254,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke run: 30 turns")
     p.add_argument("--turns", type=int, help="turns per run (default 1000, quick 30)")
     p.add_argument("--savers", nargs="+", choices=SAVERS, default=list(SAVERS))
+    p.add_argument("--reducers", nargs="+", choices=REDUCERS, default=list(REDUCERS))
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "langgraph_bytes.json")
     p.add_argument("--replot", type=Path, help="draw the figure of an existing result and exit")
     args = p.parse_args(argv)
@@ -261,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(json.loads(args.replot.read_text()), args.replot.with_suffix(".png"))
         return 0
     turns = args.turns or (30 if args.quick else 1000)
-    result = asyncio.run(run(args.savers, turns))
+    result = asyncio.run(run(args.savers, turns, args.reducers))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out.with_suffix(".png"))
