@@ -187,7 +187,7 @@ async def run_one(name: str, reducer: str, turns: int) -> dict[str, Any]:
     }
 
 
-async def run(savers: list[str], turns: int) -> dict[str, Any]:
+async def run(savers: list[str], turns: int, reducers: list[str]) -> dict[str, Any]:
     runs, skipped = [], {}
     for name in savers:
         dialect = "postgresql" if name.endswith("postgres") else "sqlite"
@@ -196,7 +196,7 @@ async def run(savers: list[str], turns: int) -> dict[str, Any]:
             skipped[name] = reason
             print(f"skipping {name}: {reason}", flush=True)
             continue
-        for reducer in REDUCERS:
+        for reducer in reducers:
             runs.append(await run_one(name, reducer, turns))
     return {
         "benchmark": "langgraph_bytes",
@@ -222,11 +222,17 @@ def plot(result: dict[str, Any], path: Path) -> None:
         turns = [s["turn"] for s in r["samples"]]
         label = f"{r['saver']} ({r['reducer']})"
         style = styles[r["reducer"]]
-        every = range(1, len(r["bytes_per_turn"]) + 1)
-        axes[0].plot(every, [max(b, 1) for b in r["bytes_per_turn"]], style, label=label, lw=0.8)
+        per_turn = r["bytes_per_turn"]
+        # The mean over the last 50 turns: each window holds one DeltaChannel snapshot turn.
+        window = [statistics.mean(per_turn[max(0, i - 49) : i + 1]) for i in range(len(per_turn))]
+        axes[0].plot(range(1, len(per_turn) + 1), window, style, label=label)
         axes[1].plot(turns, [s["put_ms"] for s in r["samples"]], style, label=label)
         axes[2].plot(turns, [s["get_ms"] for s in r["samples"]], style, label=label)
-    titles = ("payload bytes written by the turn", "mean aput per turn (ms)", "aget_tuple (ms)")
+    titles = (
+        "payload bytes written per turn (mean of the last 50 turns)",
+        "mean aput per turn (ms)",
+        "aget_tuple (ms)",
+    )
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("turn")
@@ -248,10 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke run: 30 turns")
     p.add_argument("--turns", type=int, help="turns per run (default 1000, quick 30)")
     p.add_argument("--savers", nargs="+", choices=SAVERS, default=list(SAVERS))
+    p.add_argument("--reducers", nargs="+", choices=REDUCERS, default=list(REDUCERS))
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "langgraph_bytes.json")
+    p.add_argument("--replot", type=Path, help="draw the figure of an existing result and exit")
     args = p.parse_args(argv)
+    if args.replot:
+        plot(json.loads(args.replot.read_text()), args.replot.with_suffix(".png"))
+        return 0
     turns = args.turns or (30 if args.quick else 1000)
-    result = asyncio.run(run(args.savers, turns))
+    result = asyncio.run(run(args.savers, turns, args.reducers))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out.with_suffix(".png"))

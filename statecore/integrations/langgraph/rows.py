@@ -207,15 +207,22 @@ async def blobs_of(
     columns = [b.c.channel_key, b.c.version, b.c.value_type]
     if with_values:
         columns.append(b.c.value)
+    # One statement per channel with an expanding IN of its versions: the same compiled
+    # statement every time (an OR of pairs would be compiled anew for each call).
+    versions_by_channel: dict[str, list[str]] = {}
+    for channel_key, version in dict.fromkeys(wanted):
+        versions_by_channel.setdefault(channel_key, []).append(version)
     found: dict[tuple[str, str], tuple[str, bytes]] = {}
-    for chunk in _chunks(list(dict.fromkeys(wanted))):
-        pairs = or_(false(), *(and_(b.c.channel_key == ch, b.c.version == v) for ch, v in chunk))
-        query = select(*columns).where(_scope_filter(b, scope), pairs)
-        for row in (await conn.execute(query)).all():
-            found[(row.channel_key, row.version)] = (
-                row.value_type,
-                row.value if with_values else b"",
+    for channel_key, versions in versions_by_channel.items():
+        for chunk in _chunks(versions):
+            query = select(*columns).where(
+                _scope_filter(b, scope), b.c.channel_key == channel_key, b.c.version.in_(chunk)
             )
+            for row in (await conn.execute(query)).all():
+                found[(row.channel_key, row.version)] = (
+                    row.value_type,
+                    row.value if with_values else b"",
+                )
     return found
 
 
