@@ -38,6 +38,7 @@ BLOCK = re.compile(
     r"(?:<!-- excerpt: (?P<excerpt>[\w/.]+) -->\n)?```python\n(?P<code>.*?)```", re.S
 )
 RUN_WITHIN = 120.0
+NAMED = re.compile(r"# (?P<file>\w+\.py)\n")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ ON_POSTGRES = [b for b in RUNNABLE if "postgresql+asyncpg" in b.code]
 
 def test_the_docs_have_python_blocks_and_excerpts_are_few() -> None:
     assert len(RUNNABLE) >= 8
-    assert len(EXCERPTS) <= 1, [b.name for b in EXCERPTS]
+    assert len(EXCERPTS) <= 4, [b.name for b in EXCERPTS]
 
 
 @pytest.mark.parametrize("block", EXCERPTS, ids=lambda b: b.name)
@@ -97,6 +98,12 @@ async def test_a_doc_block_naming_postgresql_runs_on_it(
 async def run_block(block: Block, server: DevServer, folder: Path, database_url: str) -> None:
     # No top-level await: a block is a program, not a REPL fragment.
     compile(block.code, block.name, "exec")
+    # A doc's program split over files names each file on its block's first line
+    # (``# plan_agents.py``): they are all saved beside the block, as a reader would.
+    for other in blocks():
+        named = NAMED.match(other.code)
+        if other.doc == block.doc and named:
+            (folder / named["file"]).write_text(other.code)
     script = folder / "block.py"
     script.write_text(block.code)
     queue = f"docs-{uuid.uuid4().hex[:8]}"
