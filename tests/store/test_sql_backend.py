@@ -271,9 +271,10 @@ async def test_document_over_the_servers_packet_limit_is_a_typed_error(tmp_path:
         try:
             async with store.transaction() as tx:
                 await tx.sessions.ensure(REF)
-            # Stand in for a server left at a small max_allowed_packet.
-            store._max_packet_bytes = 1024 * 1024
-            big = {"blob": "x" * (2 * 1024 * 1024)}
+            # Stand in for a server left at a small max_allowed_packet (below the store's own
+            # 1 MiB document limit, so the packet is what refuses).
+            store._max_packet_bytes = 256 * 1024
+            big = {"blob": "x" * (512 * 1024)}
             with pytest.raises(StateTooLargeError, match="max_allowed_packet"):
                 async with store.transaction() as tx:
                     await tx.state.create("sql", "task", "agent", big)
