@@ -141,3 +141,132 @@ async def test_an_unknown_graph_name_is_refused_and_the_session_goes_on(
     # The worker's other sessions are untouched.
     ok = await g.sessions.send(g.name, "s4-ok", "hi", turn_id="u2")
     assert ok.turn == 1 and ok.reply.content == "you said: hi (1 user messages so far)"
+
+
+async def test_the_operator_contract_on_a_graph_session(graph_env: GraphEnv) -> None:
+    g = graph_env
+    s = g.sessions
+    await s.send(g.name, "s6", "weather in Quito", turn_id="o1")
+    await s.pause(g.name, "s6", "maintenance")
+    await _until(lambda: _status(s, g.name, "s6"), "paused")
+    with pytest.raises(SessionPausedError):
+        await s.send(g.name, "s6", "hello", turn_id="o2")
+    await s.resume(g.name, "s6")
+    await _until(lambda: _status(s, g.name, "s6"), "active")
+    report = await s.describe(g.name, "s6")
+    conversation = report.store("conversation")
+    assert conversation is not None and conversation.items == 4
+    assert report.checkpoint is not None and report.checkpoint.turn == 1
+    said = await s.send(g.name, "s6", "hello", turn_id="o3")
+    assert said.reply.content == "you said: hello (2 user messages so far)"
+    cleared = await s.reset(g.name, "s6", ["conversation"])
+    assert "conversation" in cleared.cleared
+    assert await g.log("s6") == []
+    # A reset conversation starts the graph's thread afresh too.
+    fresh = await s.send(g.name, "s6", "hello", turn_id="o4")
+    assert fresh.reply.content == "you said: hello (1 user messages so far)"
+
+
+async def test_history_bytes_per_graph_turn_stay_flat(graph_env: GraphEnv) -> None:
+    """The graph's state lives in SQL: a turn's history carries its own message and reply,
+    never the thread's earlier messages, so turn 20 adds what turn 3 added."""
+    g = graph_env
+    handle = g.env.client.get_workflow_handle(workflow_id_for(g.name, "flat"))
+    sizes, marker_counts = [], []
+    for n in range(1, 21):
+        await g.sessions.send(g.name, "flat", f"weather in City{n:02d}", turn_id=f"f{n:02d}")
+        history = await handle.fetch_history()
+        events = [e.SerializeToString() for e in history.events]
+        sizes.append(sum(len(e) for e in events))
+        marker_counts.append(b"".join(events).count(b"sunny in City01"))
+    per_turn = {n: sizes[n - 1] - sizes[n - 2] for n in (3, 20)}
+    # Only counters grow (event ids, the turn number gain a digit or a varint byte); a turn
+    # that carried the thread's earlier messages would add hundreds of bytes per turn.
+    assert abs(per_turn[20] - per_turn[3]) <= 64, per_turn
+    # The first turn's tool output was never carried again by a later turn.
+    assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
+    assert len(await g.log("flat")) == 80
+
+
+async def _status(sessions: Any, agent: str, session: str) -> str:
+    report = await sessions.describe(agent, session)
+    return str(report.checkpoint.status)
+
+
+async def _until(read: Any, expected: str, within: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while (got := await read()) != expected:
+        assert loop.time() < deadline, f"status still {got!r}, waited {within}s for {expected!r}"
+        await asyncio.sleep(0.1)
+
+
+def start_graph_worker(
+    address: str, queue: str, url: str, markers: Path, delay: float, name: str
+) -> subprocess.Popen[bytes]:
+    (markers / "worker-ready").unlink(missing_ok=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.temporal.graph_worker_process",
+            address,
+            queue,
+            url,
+            str(markers),
+            str(delay),
+            name,
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+
+
+async def test_worker_killed_mid_graph_resumes_from_the_last_checkpoint(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    name = f"graph-{uuid.uuid4().hex[:8]}"
+    queue = env.task_queue + "-graph"
+    sessions = env.new_client()
+    sessions.task_queue = queue
+    calls = tmp_path / "node-calls"
+    worker = start_graph_worker(dev_server.address, queue, env.database_url, tmp_path, 30.0, name)
+    replacement = None
+    try:
+        await wait_for_file(tmp_path / "worker-ready", within=180)
+        first = await sessions.send(name, "kill", "hello", turn_id="k1", model_heartbeat_seconds=2)
+        assert first.reply.content == "you said: hello (1 user messages so far)"
+        pending = asyncio.ensure_future(
+            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=2)
+        )
+        # k2's assistant step is checkpointed and its tool node is under way.
+        await wait_for_file(calls, lines=3, within=60)
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        replacement = start_graph_worker(
+            dev_server.address, queue, env.database_url, tmp_path, 0.0, name
+        )
+        second = await asyncio.wait_for(pending, timeout=90)
+        assert second.turn == 2 and second.reply.content == "weather: sunny in Rome"
+        # The retried turn resumed at the tool node: the assistant step that finished before
+        # the kill did not run again.
+        assert calls.read_text().splitlines() == [
+            "assistant",
+            "assistant",
+            "tools",
+            "tools",
+            "assistant",
+        ]
+        log = await sql_messages(env.database_url, name, "kill")
+        assert [m.seq for m in log] == list(range(1, 7))
+        assert [m.turn_id for m in log] == ["k1"] * 2 + ["k2"] * 4
+        assert [m.role for m in log[2:]] == ["user", "assistant", "tool", "assistant"]
+        # Sending the committed turn again runs no node.
+        again = await sessions.send(name, "kill", "weather in Rome", turn_id="k2")
+        assert again.reply.content == second.reply.content
+        assert len(calls.read_text().splitlines()) == 5
+    finally:
+        for proc in (worker, replacement):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)

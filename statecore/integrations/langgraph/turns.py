@@ -141,10 +141,12 @@ class LangGraphAgent:
             run_config = config
         else:
             base = await _committed_base(saver, head, request.store, request.ref)
-            if base is not None and head is not None and await _log_was_reset(request):
-                # The session's conversation was reset: the graph starts afresh too.
+            if head is not None and (base is None or await _log_was_reset(request)):
+                # No committed turn wrote the thread (the turns that did were reset with the
+                # session's conversation, or every turn so far failed): the graph starts
+                # afresh, as the conversation does.
                 await saver.adelete_thread(config["configurable"]["thread_id"])
-                base = None
+                head = base = None
             before = base
             run_config = config
             if base is not None and head is not None and base.config != head.config:
