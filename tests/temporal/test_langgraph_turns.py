@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from tests.dbs import fresh_database
 from tests.integrations.langgraph_graphs import build_graph
 from tests.temporal.conftest import Env, running_env
 from tests.temporal.test_durability import ROOT, sql_messages, wait_for_file
+from tests.worker_cli import base_env
 
 
 class GraphEnv:
@@ -270,3 +272,32 @@ async def test_worker_killed_mid_graph_resumes_from_the_last_checkpoint(
             if proc is not None and proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+
+
+async def test_the_docs_graph_program_prints_what_the_doc_says(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    doc = (ROOT / "docs" / "langgraph.md").read_text()
+    section = doc[doc.index("## Graphs as durable statecore turns") :]
+    program = re.search(r"```python\n(.*?)```", section, re.S)
+    printed = re.search(r"prints\n\n```\n(.*?)```", section, re.S)
+    assert program is not None and printed is not None
+    (tmp_path / "graphs.py").write_text(program[1])
+    env = {
+        **base_env(),
+        "TEMPORAL_ADDRESS": dev_server.address,
+        "STATECORE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'graphs.db'}",
+        "STATECORE_TASK_QUEUE": f"docs-graphs-{uuid.uuid4().hex[:8]}",
+    }
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "graphs.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == printed[1]
