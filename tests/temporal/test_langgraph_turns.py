@@ -145,6 +145,34 @@ async def test_an_unknown_graph_name_is_refused_and_the_session_goes_on(
     assert ok.turn == 1 and ok.reply.content == "you said: hi (1 user messages so far)"
 
 
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+        pytest.param("mysql", marks=pytest.mark.mariadb),
+    ],
+)
+async def test_tools_interrupt_and_resume_on_postgresql_and_mariadb(
+    dialect: str, dev_server: DevServer, tmp_path: Path
+) -> None:
+    name = f"graph-{uuid.uuid4().hex[:8]}"
+    graph = build_graph(tmp_path / "node-calls").compile()
+    async with (
+        fresh_database(dialect, "lgturns") as url,
+        running_env(dev_server, url, agents={name: graph}) as env,
+    ):
+        g = GraphEnv(env, name, tmp_path / "node-calls")
+        first = await g.sessions.send(name, "db", "weather in Oslo", turn_id="d1")
+        assert first.reply.content == "weather: sunny in Oslo"
+        asked = await g.sessions.send(name, "db", "approve the refund", turn_id="d2")
+        assert asked.reply.content.startswith("waiting for input:")
+        resumed = await g.sessions.send(name, "db", "granted", turn_id="d3")
+        assert resumed.reply.content == "the refund: granted"
+        log = await g.log("db")
+        assert [m.turn_id for m in log] == ["d1"] * 4 + ["d2"] * 2 + ["d3"] * 2
+        assert g.node_runs() == ["assistant", "tools", "assistant", "approval", "approval"]
+
+
 async def test_the_operator_contract_on_a_graph_session(graph_env: GraphEnv) -> None:
     g = graph_env
     s = g.sessions
