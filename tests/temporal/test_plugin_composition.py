@@ -140,7 +140,9 @@ async def test_a_users_codec_encodes_the_whole_history_of_a_statecore_session(
 
 
 def test_the_payload_converter_becomes_pydantic_and_everything_else_stays() -> None:
-    user = DataConverter(payload_codec=UserCodec(), failure_converter_class=UserFailureConverter)
+    user = DataConverter(
+        payload_codec=UserCodec(), failure_converter_class=UserFailureConverter
+    )
     adjusted = adjust_data_converter(user)
     assert adjusted.payload_converter_class is PydanticPayloadConverter
     assert adjusted.payload_codec is user.payload_codec
@@ -165,7 +167,9 @@ def test_the_plugins_codec_applies_when_the_user_has_none() -> None:
 async def test_two_codecs_are_refused_before_anything_is_sent(
     dev_server: DevServer, tmp_path: Path
 ) -> None:
-    plugin = StatecorePlugin(f"sqlite+aiosqlite:///{tmp_path / 'statecore.db'}", codec=OtherCodec())
+    plugin = StatecorePlugin(
+        f"sqlite+aiosqlite:///{tmp_path / 'statecore.db'}", codec=OtherCodec()
+    )
     with pytest.raises(ValueError, match="pass it in one place"):
         await Client.connect(
             dev_server.address,
