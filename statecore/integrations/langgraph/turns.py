@@ -141,7 +141,10 @@ class LangGraphAgent:
             run_config = config
         else:
             base = await _committed_base(saver, head, request.store, request.ref)
-            if head is not None and (base is None or await _log_was_reset(request)):
+            if head is not None and (
+                base is None
+                or (isinstance(base.metadata.get(TURN_KEY), str) and await _log_was_reset(request))
+            ):
                 # No committed turn wrote the thread (the turns that did were reset with the
                 # session's conversation, or every turn so far failed): the graph starts
                 # afresh, as the conversation does.
@@ -269,7 +272,7 @@ def _new_messages(
         added = [m for m in later if m.id not in seen]
     else:  # a reducer that keeps no ids: the run appended to the list
         added = list(later[len(earlier) :])
-    prefix = _input_id(turn_id, 0).rsplit("-", 1)[0] + "-"
+    prefix = _input_id(turn_id, 0).removesuffix("0")
     out = []
     for m in added:
         if isinstance(m, HumanMessage) and (m.id or "").startswith(prefix):
