@@ -133,9 +133,20 @@ async def run_block(block: Block, server: DevServer, folder: Path, database_url:
         if proc.returncode is None:
             os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
+        await end_sessions_left_on(server, queue)
     text = out.decode(errors="replace")
     assert proc.returncode == 0, f"{block.name} exited {proc.returncode}:\n{text[-3000:]}"
     assert "Traceback" not in text, f"{block.name}:\n{text[-3000:]}"
+
+
+async def end_sessions_left_on(server: DevServer, queue: str) -> None:
+    """The sessions a block opened outlive its worker (as they would a reader's program); on
+    the shared dev server their fixed ids (``customer-42``) would hold a later test's turns
+    on this dead queue, so they are terminated here."""
+    client = await Client.connect(server.address)
+    query = f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running'"
+    async for execution in client.list_workflows(query):
+        await client.get_workflow_handle(execution.id).terminate("docs test finished")
 
 
 async def answers_a_turn(server: DevServer, queue: str) -> None:

@@ -7,6 +7,7 @@ LangGraph, StatecoreSaver, the plugin, the worker, the workflow and the database
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from statecore.contract.session import workflow_id_for
 from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
@@ -327,5 +330,10 @@ async def test_the_docs_graph_program_prints_what_the_doc_says(
         timeout=120,
         check=False,
     )
+    # The program's session outlives it; on the shared dev server its fixed id would hold
+    # the docs test's run of the same program on this dead queue.
+    client = await Client.connect(dev_server.address)
+    with contextlib.suppress(RPCError):  # not started: the asserts below say why
+        await client.get_workflow_handle(workflow_id_for("billing", "customer-42")).terminate()
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout == printed[1]
