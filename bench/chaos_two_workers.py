@@ -95,8 +95,14 @@ class TwoWorkerChaos(Chaos):
                     worker.start()
 
     async def _kill_workers(self) -> None:
+        # The first kill lands as soon as a turn has been answered, so even a run shorter
+        # than one kill interval (the quick run on an idle machine) loses a worker mid-run.
+        while self.figures.turns_completed == 0 and not self.done.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        wait = 0.0
         while not self.done.is_set():
-            await asyncio.sleep(self.rng.uniform(*KILL_EVERY))
+            await asyncio.sleep(wait)
+            wait = self.rng.uniform(*KILL_EVERY)
             victim = self.rng.choice(self.workers)
             if victim.alive():
                 await asyncio.to_thread(victim.kill)

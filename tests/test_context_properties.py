@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conversation_log import REF, LogBuilder, assistant, call, result, user
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from store_backends import BACKENDS, open_backend
 
@@ -85,11 +85,17 @@ def assert_tool_exchanges_whole(messages: list[Message]) -> None:
         msg = messages[i]
         assert msg.role != "tool", f"tool result at {i} without its call"
         if msg.tool_calls:
-            ids = sorted(c.id for c in msg.tool_calls)
-            results = messages[i + 1 : i + 1 + len(ids)]
+            # Parallel calls may be stored one per message (Responses-API items): the calls
+            # in a row, then all their results.
+            j = i
+            ids: list[str] = []
+            while j < len(messages) and messages[j].role == "assistant" and messages[j].tool_calls:
+                ids += [c.id for c in messages[j].tool_calls]
+                j += 1
+            results = messages[j : j + len(ids)]
             assert all(r.role == "tool" for r in results), "a call is missing results"
-            assert sorted(r.tool_call_id or "" for r in results) == ids
-            i += 1 + len(ids)
+            assert sorted(r.tool_call_id or "" for r in results) == sorted(ids)
+            i = j + len(ids)
         else:
             i += 1
 
@@ -115,6 +121,16 @@ def head_messages(prompt: str | None, summary: str | None, hints: list[str]) -> 
     summary=st.sampled_from([None, "Earlier: the user asked about trains."]),
     hints=st.lists(st.sampled_from(["Prefers Python", "Uses PostgreSQL"]), max_size=2),
     answer_open_call=st.booleans(),
+)
+# Two calls in a row, both answered by the new messages: one exchange of parallel calls.
+@example(
+    segments=[("tools", 1, 1, 0), ("tools", 1, 1, 0)],
+    budget=41,
+    cut=0,
+    prompt=None,
+    summary=None,
+    hints=[],
+    answer_open_call=True,
 )
 def test_context_fits_keeps_exchanges_and_prefers_the_newest(
     segments, budget, cut, prompt, summary, hints, answer_open_call

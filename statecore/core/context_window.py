@@ -94,8 +94,14 @@ def group_exchanges(messages: Sequence[StoredMessage]) -> list[Exchange]:
             pending = {call.id for call in msg.tool_calls}
             j = i + 1
             # Parallel calls stored one per message (as Responses-API items are) belong to
-            # the same exchange as the results that follow them.
-            while j < n and messages[j].role == "assistant" and messages[j].tool_calls:
+            # the same exchange as the results that follow them. Only within one turn: calls
+            # of two turns in a row are two exchanges (the earlier one left unanswered).
+            while (
+                j < n
+                and messages[j].role == "assistant"
+                and messages[j].tool_calls
+                and messages[j].turn_id == msg.turn_id
+            ):
                 pending |= {call.id for call in messages[j].tool_calls}
                 j += 1
             while j < n and messages[j].role == "tool" and messages[j].tool_call_id in pending:

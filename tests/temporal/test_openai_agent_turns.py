@@ -187,7 +187,8 @@ async def test_history_bytes_per_agent_turn_stay_flat(agent_env: AgentEnv) -> No
         marker_counts.append(events.count(b"sunny in City0"))
     # From the second turn on (the first one also carries the workflow's start).
     per_turn = [later - earlier for earlier, later in itertools.pairwise(sizes[1:])]
-    assert max(per_turn) - min(per_turn) <= 16, per_turn
+    # Event ids, counters and token totals gain a digit (or a varint byte) now and then.
+    assert max(per_turn) - min(per_turn) <= 64, per_turn
     # The first turn's reply (its tool's output) was never carried again by a later turn.
     assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
 
