@@ -14,7 +14,8 @@ from typing import Any
 from temporalio.client import Client
 
 from bench.history import session_history
-from bench.measure import CpuMeter, Scenario, percentile, summarize, timed
+from bench.measure import Scenario, percentile, summarize, timed
+from bench.process_cpu import CpuMeter
 
 #: Turns compared at each end of the session.
 WINDOW = 100
@@ -69,10 +70,10 @@ async def run_long_session(
     report_every = max(1, turns // 10)
     for n in range(1, turns + 1):
         turn_id = f"long-{n:06d}"
-        cpu0, srv0 = meter.read()
+        before = meter.read()
         latency.append(await timed(scenario.send, session, n, turn_id))
-        cpu1, srv1 = meter.read()
-        cpu.append((cpu1 - cpu0, srv1 - srv0))
+        used = meter.read_end() - before
+        cpu.append((used.worker, used.server))
         turn_ids.append(turn_id)
         which = "first" if n <= planned_w else "last" if n > turns - planned_w else None
         if control is not None and which is not None:

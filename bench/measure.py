@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import random
 import statistics
 import time
 import uuid
@@ -31,6 +31,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from bench.floor import DRAINING, FLOOR_WORKFLOW, FloorInput, FloorReply, FloorTurn
+from bench.process_cpu import CpuMeter, CpuReading
 from statecore.temporal.client import AgentSessionClient
 
 #: What a turn says. Short, like a chat message; the offline model echoes it with a report.
@@ -146,56 +147,31 @@ def _transient(err: Exception) -> bool:
 # --- timing ------------------------------------------------------------------------------------
 
 
-class CpuMeter:
-    """CPU seconds used so far by this process (client and worker) and by the dev server.
-
-    CPU time is what other people's work on a shared machine disturbs least, so it says where
-    a turn's cost goes even when wall-clock latency is noisy."""
-
-    def __init__(self, server_pid: int | None) -> None:
-        self.server_pid = server_pid
-        self._tick = os.sysconf("SC_CLK_TCK")
-
-    def read(self) -> tuple[float, float]:
-        return time.process_time(), self._server_cpu()
-
-    def _server_cpu(self) -> float:
-        if self.server_pid is None:
-            return 0.0
-        with open(f"/proc/{self.server_pid}/stat") as f:
-            # The command name (field 2) may hold spaces; count fields after its ')'.
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / self._tick  # utime + stime
-
-
 @dataclass
 class Samples:
     """Latencies of one scenario (seconds), the wall time they took together, and the CPU
-    time this process and the server spent meanwhile."""
+    time the turn's processes spent meanwhile."""
 
     latencies: list[float] = field(default_factory=list)
     wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    server_cpu_seconds: float = 0.0
+    cpu: CpuReading = field(default_factory=CpuReading)
 
     def summary(self) -> dict[str, float | int]:
         out = summarize(self.latencies, self.wall_seconds)
         n = len(self.latencies)
-        out["bench_process_cpu_ms_per_turn"] = round(self.cpu_seconds * 1000 / n, 2)
-        out["server_cpu_ms_per_turn"] = round(self.server_cpu_seconds * 1000 / n, 2)
+        out["bench_process_cpu_ms_per_turn"] = round(self.cpu.worker * 1000 / n, 2)
+        out["server_cpu_ms_per_turn"] = round(self.cpu.server * 1000 / n, 2)
         return out
 
     @contextlib.contextmanager
     def measuring(self, meter: CpuMeter | None) -> Iterator[None]:
         """Adds the wall and CPU time spent in the block."""
-        cpu0, srv0 = meter.read() if meter else (0.0, 0.0)
+        before = meter.read() if meter else None
         start = time.perf_counter()
         yield
         self.wall_seconds += time.perf_counter() - start
-        if meter:
-            cpu1, srv1 = meter.read()
-            self.cpu_seconds += cpu1 - cpu0
-            self.server_cpu_seconds += srv1 - srv0
+        if meter and before:
+            self.cpu = self.cpu + (meter.read_end() - before)
 
 
 def summarize(latencies: Sequence[float], wall_seconds: float) -> dict[str, float | int]:
@@ -265,7 +241,13 @@ async def concurrent(
         into.latencies.extend(latencies)
 
 
-def rotated(items: Sequence[Scenario], by: int) -> list[Scenario]:
-    """The scenarios in a different order each round, so none always runs first or last."""
-    k = by % len(items)
-    return [*items[k:], *items[:k]]
+def shuffled_rounds(items: Sequence[Scenario], rounds: int, seed: int) -> list[list[Scenario]]:
+    """The scenarios' order in each round: shuffled by a seeded generator, so no scenario
+    always runs first or last or right after the same neighbour, and a run can be repeated."""
+    rng = random.Random(seed)
+    orders: list[list[Scenario]] = []
+    for _ in range(rounds):
+        order = list(items)
+        rng.shuffle(order)
+        orders.append(order)
+    return orders

@@ -28,25 +28,72 @@ def plot_turns(
     result: dict[str, Any],
     path: Path,
     *,
-    long_latency_ms: Sequence[float],
-    long_bytes: Sequence[int | None],
-    run_starts: Sequence[int],
+    long_latency_ms: Sequence[float] = (),
+    long_bytes: Sequence[int | None] = (),
+    run_starts: Sequence[int] = (),
 ) -> None:
-    fig = plt.figure(figsize=(12, 15))
-    grid = fig.add_gridspec(3, 2, height_ratios=[1, 1, 1])
-    _scenario_panels(fig, grid, result)
-    _long_latency(fig.add_subplot(grid[1, :]), long_latency_ms, run_starts)
-    _long_bytes(fig.add_subplot(grid[2, :]), long_bytes, run_starts)
+    """The scenarios' latency and their ratios to the floor (when the run measured them),
+    then the long session turn by turn (when it ran one)."""
+    rows = (2 if "single_session" in result else 0) + (2 if long_latency_ms else 0)
+    fig = plt.figure(figsize=(12, 5 * rows))
+    grid = fig.add_gridspec(rows, 2)
+    row = 0
+    if "single_session" in result:
+        _scenario_panels(fig, grid, result)
+        for column, group in enumerate(("single_session", "concurrent")):
+            _ratios(fig.add_subplot(grid[1, column]), result[group])
+        row = 2
+    if long_latency_ms:
+        _long_latency(fig.add_subplot(grid[row, :]), long_latency_ms, run_starts)
+        _long_bytes(fig.add_subplot(grid[row + 1, :]), long_bytes, run_starts)
     fig.suptitle(_title(result))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def _ratios(ax: Any, block: dict[str, Any]) -> None:
+    """Each ratio's geometric mean over the rounds with its 95% interval: latency and CPU."""
+    names = list(block["ratios"])
+    ys = range(len(names))
+    height = 0.38
+    for offset, key, label in (
+        (-height / 2, "latency_mean", "mean latency"),
+        (
+            height / 2,
+            "cpu_per_turn",
+            "CPU per turn",
+        ),
+    ):
+        values = [block["ratios"][n][key]["value"] for n in names]
+        lows = [v - block["ratios"][n][key]["ci95"][0] for v, n in zip(values, names, strict=True)]
+        highs = [block["ratios"][n][key]["ci95"][1] - v for v, n in zip(values, names, strict=True)]
+        ax.barh(
+            [y + offset for y in ys],
+            values,
+            height,
+            xerr=[lows, highs],
+            capsize=2,
+            label=label,
+        )
+        for y, v in zip(ys, values, strict=True):
+            ax.text(v, y + offset, f" {v:.2f}", va="center", fontsize=7)
+    ax.axvline(1.0, color="grey", linewidth=0.8)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([n.replace("/", "\n/ ") for n in names], fontsize=7)
+    ax.invert_yaxis()
+    sessions = "1 session" if block["sessions"] == 1 else f"{block['sessions']} sessions"
+    ax.set_title(
+        f"{sessions}: ratio to the floor (geometric mean of rounds, 95% interval)", fontsize=10
+    )
+    ax.legend(loc="lower right", fontsize=8)
+
+
 def _title(result: dict[str, Any]) -> str:
     machine = result["machine"]
+    mode = "SMOKE TEST, not a result" if result.get("smoke") else result["mode"]
     return (
-        f"statecore turn benchmark ({result['mode']}) - {machine['cpu_count']} CPUs, "
+        f"statecore turn benchmark ({mode}) - {machine['cpu_count']} CPUs, "
         f"temporalio {machine['temporalio']}, {machine['date'][:10]}"
     )
 

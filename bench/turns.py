@@ -1,11 +1,13 @@
 """Turn benchmark: what a statecore turn costs next to a bare Temporal Update.
 
-    .venv/bin/python bench/turns.py            # full run (writes bench/results/turns.{json,png})
-    .venv/bin/python bench/turns.py --quick    # smoke run, under a minute
+    .venv/bin/python bench/turns.py --out bench/results/turns_run1.json   # full run, ~10 min
+    .venv/bin/python bench/turns.py --quick   # smoke test, ~1 min; never a result
+    .venv/bin/python bench/turns.py --long    # the long session alone (10,000 turns)
 
 Everything runs against ONE embedded dev server (SQLite-file backed, no dynamic config
-changed) with the worker in this process, and the scenarios take turns in rotating rounds so
-a noisy machine slows them alike. See bench/README.md for what is measured and how.
+changed) with the worker in this process. The scenarios take turns in many short rounds, in
+a shuffled order, so a noisy machine slows them alike; every ratio is taken within a round.
+See bench/README.md for what is measured and how.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import statistics  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
 from contextlib import AsyncExitStack  # noqa: E402
@@ -35,39 +38,47 @@ from bench.environment import machine_info, server_facts  # noqa: E402
 from bench.floor import FloorSession, noop  # noqa: E402
 from bench.long_session import run_long_session  # noqa: E402
 from bench.measure import (  # noqa: E402
-    CpuMeter,
     Samples,
     Scenario,
     agent_scenario,
     concurrent,
     floor_scenario,
-    rotated,
     sequential,
+    shuffled_rounds,
 )
 from bench.plot import plot_turns  # noqa: E402
+from bench.process_cpu import CpuMeter  # noqa: E402
 from bench.state_turns import STATE_WORKFLOW, StateSession  # noqa: E402
+from bench.turn_report import (  # noqa: E402
+    CONTRACT_FLOOR,
+    FLOOR,
+    LOCAL_FLOOR,
+    phase_report,
+    target_report,
+)
 from statecore.temporal.client import AgentSessionClient  # noqa: E402
 from statecore.temporal.devserver import start_dev_server  # noqa: E402
 from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 
-#: AgentSession p50 may be at most this many times the bare floor's p50.
-TARGET_RATIO = 1.25
-FLOOR = "floor_activity"
-#: The floor plus the one search-attribute upsert the operator contract puts in every turn.
-CONTRACT_FLOOR = "floor_activity_upsert"
-#: The reference of the state-only turns: an Update running one no-op local activity.
-LOCAL_FLOOR = "floor_local_activity"
+RESULTS = ROOT / "bench" / "results"
+#: A smoke run's default file; .gitignore keeps ``*-quick.*`` out of the repository.
+SMOKE_OUT = RESULTS / "turns-quick.json"
 
 
 @dataclass
 class Settings:
     mode: str
+    #: A smoke test: too few rounds for its numbers to mean anything.
+    smoke: bool
     rounds: int
     turns_per_round: int
+    concurrent_rounds: int
     sessions: int
     session_turns_per_round: int
     warmup_turns: int
+    seed: int
+    #: 0: no long session.
     long_turns: int
     long_turns_per_run: int | None
     long_max_minutes: float
@@ -76,34 +87,57 @@ class Settings:
 
 def parse_args(argv: list[str] | None = None) -> Settings:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="smoke run: few turns, 5 sessions")
+    p.add_argument("--quick", action="store_true", help="smoke test: few short rounds, 5 sessions")
+    p.add_argument(
+        "--long", action="store_true", help="only the long session (default 10,000 turns)"
+    )
     p.add_argument("--out", type=Path, help="JSON path (the PNG goes next to it)")
-    p.add_argument("--long-turns", type=int, help="turns of the long session (full: 10000)")
+    p.add_argument("--rounds", type=int, help="1-session rounds (full: 32)")
+    p.add_argument("--turns", type=int, help="1-session turns per scenario per round (full: 20)")
+    p.add_argument("--concurrent-rounds", type=int, help="concurrent rounds (full: 20)")
+    p.add_argument("--sessions", type=int, help="concurrent sessions (full: 50)")
+    p.add_argument(
+        "--session-turns", type=int, help="turns per concurrent session per round (full: 3)"
+    )
+    p.add_argument("--seed", type=int, default=14, help="seed of the rounds' order")
+    p.add_argument("--long-turns", type=int, help="turns of the long session")
     p.add_argument(
         "--long-max-minutes",
         type=float,
         default=40.0,
         help="stop the long session after this long and report what it reached",
     )
-    p.add_argument("--rounds", type=int, help="rotating rounds per phase")
-    p.add_argument("--turns", type=int, help="1-session turns per scenario per round")
-    p.add_argument("--sessions", type=int, help="concurrent sessions (full: 50)")
     a = p.parse_args(argv)
+    if a.quick and a.long:
+        p.error("--quick and --long are separate runs")
     quick = a.quick
-    results = ROOT / "bench" / "results"
-    return Settings(
-        mode="quick" if quick else "full",
-        rounds=a.rounds or (2 if quick else 4),
-        turns_per_round=a.turns or (10 if quick else 100),
+    if a.long:
+        mode, default_out = "long", RESULTS / "turns_long.json"
+    else:
+        mode, default_out = ("quick", SMOKE_OUT) if quick else ("full", RESULTS / "turns_run.json")
+    out = a.out or default_out
+    if quick and out.resolve().parent == RESULTS.resolve() and "-quick" not in out.name:
+        p.error(f"a smoke run is never a result: write it to {SMOKE_OUT.name} or elsewhere")
+    settings = Settings(
+        mode=mode,
+        smoke=quick,
+        rounds=a.rounds or (3 if quick else 32),
+        turns_per_round=a.turns or (4 if quick else 20),
+        concurrent_rounds=a.concurrent_rounds or (3 if quick else 20),
         sessions=a.sessions or (5 if quick else 50),
-        session_turns_per_round=2 if quick else 10,
+        session_turns_per_round=a.session_turns or (2 if quick else 3),
         warmup_turns=2 if quick else 10,
-        long_turns=a.long_turns or (60 if quick else 10_000),
+        seed=a.seed,
+        # The smoke test runs a short long session too, so that code is exercised.
+        long_turns=a.long_turns or (60 if quick else 10_000 if a.long else 0),
         # Quick mode moves runs often so the multi-run accounting is exercised too.
         long_turns_per_run=25 if quick else None,
         long_max_minutes=a.long_max_minutes,
-        out=a.out or results / ("turns-quick.json" if quick else "turns.json"),
+        out=out,
     )
+    if min(settings.rounds, settings.concurrent_rounds) < 2 and mode != "long":
+        p.error("an interval needs at least two rounds")
+    return settings
 
 
 async def start_worker(
@@ -184,6 +218,7 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     if reason is None:
         pg_url = await create_database("postgresql", "bench")
         stack.push_async_callback(drop_database, pg_url)
+        meter.attach_postgres(pg_url.rsplit("/", 1)[1].split("?")[0])
         _, pg_sessions = await start_worker(stack, address, pg_url)
         scenarios.append(
             agent_scenario(
@@ -199,57 +234,46 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     return Bench(client, sqlite_sessions, agent, scenarios, skipped, meter)
 
 
-async def single_session(b: Bench, s: Settings) -> dict[str, Samples]:
-    """One session per scenario, sequential turns, scenarios rotating round by round."""
-    samples = {sc.name: Samples() for sc in b.scenarios}
+def _progress(label: str, r: int, rounds: int, done: dict[str, list[Samples]]) -> None:
+    means = " ".join(
+        f"{name}={statistics.fmean(s[-1].latencies) * 1000:.0f}" for name, s in done.items()
+    )
+    print(f"  {label}: round {r + 1}/{rounds} mean ms: {means}", flush=True)
+
+
+async def single_session(b: Bench, s: Settings) -> dict[str, list[Samples]]:
+    """One session per scenario, sequential turns, many short rounds in a shuffled order."""
+    rounds: dict[str, list[Samples]] = {sc.name: [] for sc in b.scenarios}
     session = f"single-{uuid.uuid4().hex[:8]}"
     for sc in b.scenarios:  # opens the session; warms caches
         await sequential(sc, session, 0, s.warmup_turns, Samples())
         await sc.check_placement(b.client, session)
-    for r in range(s.rounds):
-        for sc in rotated(b.scenarios, r):
+    for r, order in enumerate(shuffled_rounds(b.scenarios, s.rounds, s.seed)):
+        for sc in order:
             first = s.warmup_turns + r * s.turns_per_round
-            await sequential(sc, session, first, s.turns_per_round, samples[sc.name], b.meter)
-        print(f"  1 session: round {r + 1}/{s.rounds} done", flush=True)
-    return samples
+            into = Samples()
+            await sequential(sc, session, first, s.turns_per_round, into, b.meter)
+            rounds[sc.name].append(into)
+        _progress("1 session", r, s.rounds, rounds)
+    return rounds
 
 
-async def many_sessions(b: Bench, s: Settings) -> dict[str, Samples]:
+async def many_sessions(b: Bench, s: Settings) -> dict[str, list[Samples]]:
     """``s.sessions`` sessions per scenario at once, each taking sequential turns."""
-    samples = {sc.name: Samples() for sc in b.scenarios}
+    rounds: dict[str, list[Samples]] = {sc.name: [] for sc in b.scenarios}
     ids = [f"many-{uuid.uuid4().hex[:8]}-{i}" for i in range(s.sessions)]
     for sc in b.scenarios:
         await concurrent(sc, ids, 0, 1, Samples())  # opens every session
         await sc.check_placement(b.client, ids[0])
-    for r in range(s.rounds):
-        for sc in rotated(b.scenarios, r):
+    orders = shuffled_rounds(b.scenarios, s.concurrent_rounds, s.seed + 1)
+    for r, order in enumerate(orders):
+        for sc in order:
             first = 1 + r * s.session_turns_per_round
-            await concurrent(sc, ids, first, s.session_turns_per_round, samples[sc.name], b.meter)
-        print(f"  {s.sessions} sessions: round {r + 1}/{s.rounds} done", flush=True)
-    return samples
-
-
-def phase_report(
-    samples: dict[str, Samples], skipped: dict[str, str], sessions: int
-) -> dict[str, Any]:
-    stats: dict[str, Any] = {name: smp.summary() for name, smp in samples.items()}
-    stats.update({name: {"skipped": reason} for name, reason in skipped.items()})
-
-    def ratios_to(reference: str) -> dict[str, float]:
-        base = stats[reference]["p50_ms"]
-        return {
-            name: round(st["p50_ms"] / base, 3)
-            for name, st in stats.items()
-            if name != reference and "p50_ms" in st
-        }
-
-    return {
-        "sessions": sessions,
-        "scenarios": stats,
-        "p50_ratio_to_floor": ratios_to(FLOOR),
-        "p50_ratio_to_contract_floor": ratios_to(CONTRACT_FLOOR),
-        "p50_ratio_to_local_floor": ratios_to(LOCAL_FLOOR),
-    }
+            into = Samples()
+            await concurrent(sc, ids, first, s.session_turns_per_round, into, b.meter)
+            rounds[sc.name].append(into)
+        _progress(f"{s.sessions} sessions", r, s.concurrent_rounds, rounds)
+    return rounds
 
 
 async def long_session(b: Bench, s: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -277,9 +301,23 @@ async def long_session(b: Bench, s: Settings) -> tuple[dict[str, Any], dict[str,
     return block, series
 
 
+METHOD = {
+    "order": "scenarios shuffled within each round by a seeded generator",
+    "latency_interval": "Student's t over the rounds' mean latencies, 95%",
+    "ratio": "per round: scenario's mean (or CPU per turn) / its floor's; summarised as the "
+    "geometric mean of the rounds' ratios with a 95% Student's t interval on their logs",
+    "cpu": "CPU seconds per turn: worker = the benchmark process (client and worker run in "
+    "it), temporal_server = the dev server process, postgresql = the backends of the "
+    "benchmark's database (process title), all from /proc",
+    "percentiles": "over all measured turns pooled, linear interpolation between ranks",
+}
+
+
 async def run(s: Settings) -> dict[str, Any]:
     started = time.time()
     machine = machine_info()
+    result: dict[str, Any] = {}
+    series: dict[str, Any] = {}
     with TemporaryDirectory(prefix="statecore-bench-") as tmp_name:
         tmp = Path(tmp_name)
         server = await start_dev_server(
@@ -291,27 +329,38 @@ async def run(s: Settings) -> dict[str, Any]:
             meter = CpuMeter(server.process.pid if server.process else None)
             async with AsyncExitStack() as stack:
                 b = await set_up(stack, server.address, tmp, meter)
-                print(f"1 session, {s.rounds} x {s.turns_per_round} turns per scenario", flush=True)
-                single = phase_report(await single_session(b, s), b.skipped, 1)
-                print(f"{s.sessions} concurrent sessions", flush=True)
-                many = phase_report(await many_sessions(b, s), b.skipped, s.sessions)
-                print(f"long session: {s.long_turns} turns on SQLite", flush=True)
-                long, series = await long_session(b, s)
+                if s.mode != "long":
+                    print(
+                        f"1 session: {s.rounds} rounds x {s.turns_per_round} turns per scenario",
+                        flush=True,
+                    )
+                    single = await single_session(b, s)
+                    result["single_session"] = phase_report(single, b.skipped, 1)
+                    print(
+                        f"{s.sessions} concurrent sessions: {s.concurrent_rounds} rounds x "
+                        f"{s.session_turns_per_round} turns per session",
+                        flush=True,
+                    )
+                    many = await many_sessions(b, s)
+                    result["concurrent"] = phase_report(many, b.skipped, s.sessions)
+                    result["targets"] = target_report(result)
+                if s.long_turns:
+                    print(f"long session: {s.long_turns} turns on SQLite", flush=True)
+                    result["long_session"], series = await long_session(b, s)
         finally:
             server.stop()
     machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "turns",
         "mode": s.mode,
+        "smoke": s.smoke,
         "command": " ".join([".venv/bin/python bench/turns.py", *sys.argv[1:]]),
         "machine": machine,
         "server": facts,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(s).items()},
+        "method": METHOD,
         "scenarios": {sc.name: sc.description for sc in b.scenarios},
-        "target_p50_ratio": TARGET_RATIO,
-        "single_session": single,
-        "concurrent": many,
-        "long_session": long,
+        **result,
         "elapsed_seconds": round(time.time() - started, 1),
         "_series": series,
     }
@@ -324,39 +373,56 @@ def print_facts(facts: dict[str, Any]) -> None:
     print(f"  server {facts['server_version']}; {facts['cli_version']}", flush=True)
 
 
-def print_summary(result: dict[str, Any]) -> None:
+def _ci(block: dict[str, Any], digits: int = 1) -> str:
+    low, high = block["ci95"]
+    return f"{block['value']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def print_phases(result: dict[str, Any]) -> None:
     for phase in ("single_session", "concurrent"):
         block = result[phase]
         print(f"\n{phase} ({block['sessions']} session(s))")
         print(
-            f"  {'scenario':22} {'p50 ms':>8} {'p99 ms':>8} {'turns/s':>8} {'x floor':>8} "
-            f"{'x floor+SA':>10} {'cpu ms/turn: bench':>19} {'server':>7}"
+            f"  {'scenario':22} {'mean ms [95% CI]':>24} {'p50':>7} {'p90':>7} {'p99':>7} "
+            f"{'CPU ms/turn [95% CI]':>22} {'worker':>7} {'server':>7} {'pg':>6}"
         )
         for name, st in block["scenarios"].items():
             if "skipped" in st:
                 print(f"  {name:22} skipped: {st['skipped']}")
                 continue
-            ratio = block["p50_ratio_to_floor"].get(name, 1.0)
-            contract = block["p50_ratio_to_contract_floor"].get(name, 1.0)
+            cpu = st["cpu_ms_per_turn"]
             print(
-                f"  {name:22} {st['p50_ms']:8.1f} {st['p99_ms']:8.1f} "
-                f"{st['turns_per_second']:8.1f} {ratio:8.2f} {contract:10.2f} "
-                f"{st['bench_process_cpu_ms_per_turn']:19.1f} {st['server_cpu_ms_per_turn']:7.1f}"
+                f"  {name:22} {_ci(st['mean_ms']):>24} {st['p50_ms']:7.1f} {st['p90_ms']:7.1f} "
+                f"{st['p99_ms']:7.1f} {_ci(cpu['total']):>22} {cpu['worker']:7.1f} "
+                f"{cpu['temporal_server']:7.1f} {cpu['postgresql']:6.1f}"
             )
-    long = result["long_session"]
+        print(f"  {'ratio':45} {'latency mean [95% CI]':>24} {'CPU/turn [95% CI]':>24}")
+        for key, ratio in block["ratios"].items():
+            print(
+                f"  {key:45} {_ci(ratio['latency_mean'], 3):>24} "
+                f"{_ci(ratio['cpu_per_turn'], 3):>24}"
+            )
+    print("\ntargets (ratio of mean latency to the floor):")
+    for t in result["targets"]:
+        ratio = t.get("latency_mean_ratio")
+        shown = _ci(ratio, 3) if ratio else "-"
+        print(
+            f"  {t['phase']:15} {t['scenario']:18} / {t['floor']:21} <= {t['target']}: "
+            f"{shown}: {t['status']}"
+        )
+
+
+def print_long(long: dict[str, Any]) -> None:
     print(
         f"\nlong session: {long['completed_turns']}/{long['requested_turns']} turns, "
         f"{long['runs']} runs, {long['wall_seconds']:.0f} s"
     )
     first, last = long["first_window"], long["last_window"]
-    print(
-        f"  turns {first['turns']}: p50 {first['p50_ms']} ms, "
-        f"{first['history_bytes_p50']} history bytes/turn (median)"
-    )
-    print(
-        f"  turns {last['turns']}: p50 {last['p50_ms']} ms, "
-        f"{last['history_bytes_p50']} history bytes/turn (median)"
-    )
+    for window in (first, last):
+        print(
+            f"  turns {window['turns']}: p50 {window['p50_ms']} ms, "
+            f"{window['history_bytes_p50']} history bytes/turn (median)"
+        )
     print(
         f"  load control (floor p50, same windows): {first['floor_p50_ms']} ms -> "
         f"{last['floor_p50_ms']} ms; agent/floor {first['p50_ratio_to_floor']} -> "
@@ -378,7 +444,12 @@ def main(argv: list[str] | None = None) -> int:
     settings.out.write_text(json.dumps(result, indent=2) + "\n")
     png = settings.out.with_suffix(".png")
     plot_turns(result, png, **series)
-    print_summary(result)
+    if "single_session" in result:
+        print_phases(result)
+    if "long_session" in result:
+        print_long(result["long_session"])
+    if settings.smoke:
+        print("\nSMOKE TEST: too few rounds to mean anything; never quote these numbers.")
     print(f"\nwrote {settings.out} and {png}")
     return 0
 

@@ -6,10 +6,12 @@ not in tests that a busy machine would make flaky.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
+from bench.turn_report import RATIO_PAIRS, TARGETS
 from tests.quick_bench import run_quick_bench
 
 SCENARIOS = (
@@ -25,50 +27,98 @@ SCENARIOS = (
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
 
-def _latency_ok(stats: dict, turns: int) -> None:
-    assert stats["turns"] == turns
-    assert 0 < stats["min_ms"] <= stats["p50_ms"] <= stats["p99_ms"] <= stats["max_ms"]
+def _interval_ok(block: dict) -> None:
+    low, high = block["ci95"]
+    assert low <= block["value"] <= high
+
+
+def _scenario_ok(stats: dict, turns: int, rounds: int, postgresql: bool) -> None:
+    assert stats["turns"] == turns and stats["rounds"] == rounds
+    assert 0 < stats["min_ms"] <= stats["p50_ms"] <= stats["p90_ms"] <= stats["p99_ms"]
+    assert stats["p99_ms"] <= stats["max_ms"]
+    assert stats["min_ms"] <= stats["mean_ms"]["value"] <= stats["max_ms"]
+    _interval_ok(stats["mean_ms"])
+    # The mean is the rounds' mean (every round has the same number of turns).
+    assert len(stats["round_mean_ms"]) == len(stats["round_cpu_ms_per_turn"]) == rounds
+    assert stats["mean_ms"]["value"] == pytest.approx(
+        sum(stats["round_mean_ms"]) / rounds, abs=0.02
+    )
     assert stats["turns_per_second"] > 0
-    assert stats["bench_process_cpu_ms_per_turn"] > 0
-    assert stats["server_cpu_ms_per_turn"] >= 0
+    cpu = stats["cpu_ms_per_turn"]
+    _interval_ok(cpu["total"])
+    assert cpu["worker"] > 0 and cpu["temporal_server"] >= 0
+    # Only the PostgreSQL scenario's turns reach PostgreSQL's backends.
+    if postgresql:
+        assert cpu["postgresql"] > 0
+    assert cpu["total"]["value"] == pytest.approx(
+        cpu["worker"] + cpu["temporal_server"] + cpu["postgresql"], abs=0.05
+    )
+
+
+def _ratio_ok(block: dict, scenario: str, floor: str, rounds: int) -> None:
+    ratio = block["ratios"][f"{scenario}/{floor}"]
+    assert (ratio["scenario"], ratio["floor"]) == (scenario, floor)
+    for measure, per_round in (
+        ("latency_mean", "round_mean_ms"),
+        ("cpu_per_turn", "round_cpu_ms_per_turn"),
+    ):
+        _interval_ok(ratio[measure])
+        # The geometric mean of the rounds' ratios, recomputed from the rounds' figures.
+        mine = block["scenarios"][scenario][per_round]
+        theirs = block["scenarios"][floor][per_round]
+        logs = [math.log(a / b) for a, b in zip(mine, theirs, strict=True)]
+        assert len(logs) == rounds
+        assert ratio[measure]["value"] == pytest.approx(math.exp(sum(logs) / rounds), rel=0.02)
 
 
 def test_turn_bench_quick(tmp_path: Path) -> None:
     result, stdout = run_quick_bench("turns", tmp_path)
     assert "history.transferProcessorMaxPollRPS = 20" in stdout
+    assert "SMOKE TEST" in stdout
 
-    assert result["mode"] == "quick"
+    assert result["mode"] == "quick" and result["smoke"] is True
     machine = result["machine"]
     assert machine["cpu_count"] >= 1 and machine["temporalio"] and machine["python"]
     assert machine["date"].startswith("20")
     assert result["server"]["server_version"]
     assert result["server"]["dynamic_config_overrides"] == {}
+    assert "Student's t" in result["method"]["latency_interval"]
 
     settings = result["settings"]
-    for phase, turns in (
-        ("single_session", settings["rounds"] * settings["turns_per_round"]),
+    for phase, rounds, turns in (
+        ("single_session", settings["rounds"], settings["turns_per_round"]),
         (
             "concurrent",
-            settings["rounds"] * settings["session_turns_per_round"] * settings["sessions"],
+            settings["concurrent_rounds"],
+            settings["session_turns_per_round"] * settings["sessions"],
         ),
     ):
         block = result[phase]
         assert set(block["scenarios"]) == set(SCENARIOS)
+        postgres_ran = "skipped" not in block["scenarios"]["agent_postgresql"]
         for name in SCENARIOS:
             stats = block["scenarios"][name]
             if "skipped" in stats:  # only PostgreSQL may be missing, and it says why
                 assert name == "agent_postgresql" and "unreachable" in stats["skipped"]
                 continue
-            _latency_ok(stats, turns)
-            for reference, ratios in (
-                ("floor_activity", block["p50_ratio_to_floor"]),
-                ("floor_activity_upsert", block["p50_ratio_to_contract_floor"]),
-                ("floor_local_activity", block["p50_ratio_to_local_floor"]),
-            ):
-                if name != reference:
-                    expected = stats["p50_ms"] / block["scenarios"][reference]["p50_ms"]
-                    assert ratios[name] == pytest.approx(expected, rel=0.01)
+            _scenario_ok(stats, rounds * turns, rounds, postgresql=name == "agent_postgresql")
+        for scenario, floor in RATIO_PAIRS:
+            if scenario == "agent_postgresql" and not postgres_ran:
+                assert f"{scenario}/{floor}" not in block["ratios"]
+                continue
+            _ratio_ok(block, scenario, floor, rounds)
     assert result["concurrent"]["sessions"] == settings["sessions"] == 5
+
+    targets = {(t["phase"], t["scenario"], t["floor"]): t for t in result["targets"]}
+    assert len(targets) == len(TARGETS)
+    for phase, scenario, floor, limit in TARGETS:
+        target = targets[(phase, scenario, floor)]
+        assert target["target"] == limit
+        if target["status"] == "not measured":
+            continue
+        ratio = result[phase]["ratios"][f"{scenario}/{floor}"]["latency_mean"]
+        assert target["latency_mean_ratio"] == ratio
+        assert target["status"] == ("met" if ratio["value"] <= limit else "not met")
 
     long = result["long_session"]
     assert long["completed_turns"] == long["requested_turns"] == settings["long_turns"]
