@@ -92,12 +92,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         "--long", action="store_true", help="only the long session (default 10,000 turns)"
     )
     p.add_argument("--out", type=Path, help="JSON path (the PNG goes next to it)")
-    p.add_argument("--rounds", type=int, help="1-session rounds (full: 32)")
-    p.add_argument("--turns", type=int, help="1-session turns per scenario per round (full: 20)")
+    p.add_argument("--rounds", type=int, help="1-session rounds (full: 40)")
+    p.add_argument("--turns", type=int, help="1-session turns per scenario per round (full: 16)")
     p.add_argument("--concurrent-rounds", type=int, help="concurrent rounds (full: 20)")
     p.add_argument("--sessions", type=int, help="concurrent sessions (full: 50)")
     p.add_argument(
-        "--session-turns", type=int, help="turns per concurrent session per round (full: 3)"
+        "--session-turns", type=int, help="turns per concurrent session per round (full: 2)"
     )
     p.add_argument("--seed", type=int, default=14, help="seed of the rounds' order")
     p.add_argument("--long-turns", type=int, help="turns of the long session")
@@ -121,11 +121,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     settings = Settings(
         mode=mode,
         smoke=quick,
-        rounds=a.rounds or (3 if quick else 32),
-        turns_per_round=a.turns or (4 if quick else 20),
+        rounds=a.rounds or (3 if quick else 40),
+        turns_per_round=a.turns or (4 if quick else 16),
         concurrent_rounds=a.concurrent_rounds or (3 if quick else 20),
         sessions=a.sessions or (5 if quick else 50),
-        session_turns_per_round=a.session_turns or (2 if quick else 3),
+        session_turns_per_round=a.session_turns or 2,
         warmup_turns=2 if quick else 10,
         seed=a.seed,
         # The smoke test runs a short long session too, so that code is exercised.
