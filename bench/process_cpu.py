@@ -63,13 +63,14 @@ class PostgresBackends:
     <database> <client> <state>``), so the backends serving the benchmark's database are found
     by scanning ``/proc`` for that title; the PostgreSQL server is shared with other users of
     the machine, and its background processes (WAL writer, checkpointer) are left out because
-    they work for every database at once. A backend's CPU counts from the first reading that
-    sees it; one that exits between two readings loses what it used since the last (the
+    they work for every database at once. The first reading sets a baseline for the backends
+    it finds; a backend that appears later counts whole (everything it did was for this
+    database). One that exits between two readings loses what it used since the last (the
     workers' connection pools keep theirs open, so this is rare)."""
 
     def __init__(self, database: str) -> None:
         self.database = database
-        self._last: dict[int, float] = {}
+        self._last: dict[int, float] | None = None
         self._used = 0.0
 
     def _backend_pids(self) -> list[int]:
@@ -91,11 +92,10 @@ class PostgresBackends:
         now: dict[int, float] = {}
         for pid in self._backend_pids():
             used = process_cpu_seconds(pid)
-            if used is None:
-                continue
-            now[pid] = used
-            # A backend first seen now started counting from this reading: it adds nothing yet.
-            self._used += used - self._last.get(pid, used)
+            if used is not None:
+                now[pid] = used
+        if self._last is not None:
+            self._used += sum(used - self._last.get(pid, 0.0) for pid, used in now.items())
         self._last = now
         return self._used
 
