@@ -95,7 +95,16 @@ def main(argv: list[str] | None = None) -> int:
             lines += [f"**{title}, run {i}**", "", *scenario_table(run, phase), ""]
         lines += [f"**{title}: ratios to the floor**", "", *ratio_table(runs, phase, a.tolerance)]
         lines.append("")
-    lines += ["**Targets (ratio of mean latency to the floor)**", "", *target_table(runs)]
+    lines += ["**Targets (ratio of mean latency to the floor)**", "", *target_table(runs), ""]
+    for i, run in enumerate(runs, 1):
+        machine = run["machine"]
+        load = machine.get("loadavg_1min_at_round_ends", {})
+        lines.append(
+            f"Run {i}: {machine['date']}, commit `{machine['git_commit']}`, "
+            f"{run['elapsed_seconds'] / 60:.1f} min; 1-minute load average at the rounds' ends "
+            f"{load.get('min')}-{load.get('max')} (mean {load.get('mean')}), "
+            f"{machine['cpu_count']} CPUs."
+        )
     print("\n".join(lines))
     return 0
 

@@ -27,7 +27,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
 from contextlib import AsyncExitStack  # noqa: E402
-from dataclasses import asdict, dataclass  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
 from tempfile import TemporaryDirectory  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -161,6 +161,8 @@ class Bench:
     scenarios: list[Scenario]
     skipped: dict[str, str]
     meter: CpuMeter
+    #: The 1-minute load average at the end of every round: what else the machine was doing.
+    load: list[float] = field(default_factory=list)
 
 
 async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter) -> Bench:
@@ -234,11 +236,12 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     return Bench(client, sqlite_sessions, agent, scenarios, skipped, meter)
 
 
-def _progress(label: str, r: int, rounds: int, done: dict[str, list[Samples]]) -> None:
+def _progress(b: Bench, label: str, r: int, rounds: int, done: dict[str, list[Samples]]) -> None:
+    b.load.append(os.getloadavg()[0])
     means = " ".join(
         f"{name}={statistics.fmean(s[-1].latencies) * 1000:.0f}" for name, s in done.items()
     )
-    print(f"  {label}: round {r + 1}/{rounds} mean ms: {means}", flush=True)
+    print(f"  {label}: round {r + 1}/{rounds} (load {b.load[-1]:.1f}) mean ms: {means}", flush=True)
 
 
 async def single_session(b: Bench, s: Settings) -> dict[str, list[Samples]]:
@@ -254,7 +257,7 @@ async def single_session(b: Bench, s: Settings) -> dict[str, list[Samples]]:
             into = Samples()
             await sequential(sc, session, first, s.turns_per_round, into, b.meter)
             rounds[sc.name].append(into)
-        _progress("1 session", r, s.rounds, rounds)
+        _progress(b, "1 session", r, s.rounds, rounds)
     return rounds
 
 
@@ -272,7 +275,7 @@ async def many_sessions(b: Bench, s: Settings) -> dict[str, list[Samples]]:
             into = Samples()
             await concurrent(sc, ids, first, s.session_turns_per_round, into, b.meter)
             rounds[sc.name].append(into)
-        _progress(f"{s.sessions} sessions", r, s.concurrent_rounds, rounds)
+        _progress(b, f"{s.sessions} sessions", r, s.concurrent_rounds, rounds)
     return rounds
 
 
@@ -350,6 +353,13 @@ async def run(s: Settings) -> dict[str, Any]:
         finally:
             server.stop()
     machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    if b.load:
+        machine["loadavg_1min_at_round_ends"] = {
+            "min": round(min(b.load), 2),
+            "mean": round(statistics.fmean(b.load), 2),
+            "max": round(max(b.load), 2),
+            "rounds": len(b.load),
+        }
     return {
         "benchmark": "turns",
         "mode": s.mode,

@@ -108,6 +108,9 @@ def test_turn_bench_quick(tmp_path: Path) -> None:
                 continue
             _ratio_ok(block, scenario, floor, rounds)
     assert result["concurrent"]["sessions"] == settings["sessions"] == 5
+    load = machine["loadavg_1min_at_round_ends"]
+    assert load["rounds"] == settings["rounds"] + settings["concurrent_rounds"]
+    assert 0 <= load["min"] <= load["mean"] <= load["max"]
 
     targets = {(t["phase"], t["scenario"], t["floor"]): t for t in result["targets"]}
     assert len(targets) == len(TARGETS)
