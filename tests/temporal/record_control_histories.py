@@ -7,7 +7,8 @@ continue-as-new, a cancellation request, and a start under another session's id.
 current code they record the patched behaviour (files ``control-<scenario>-run<N>.json``);
 run from a checkout of the code before the patches with PREFIX ``legacy`` they record the
 old behaviour, which the current code must still replay (tests/temporal/test_replay.py).
-Only the temporalio and statecore names both versions share are used here.
+Only the temporalio and statecore names both versions share are used here (and in
+tests/temporal/gated_model.py, which an older checkout needs beside this file).
 """
 
 from __future__ import annotations
@@ -21,34 +22,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.llm.offline import OfflineModel
 from statecore.temporal.client import AgentSessionClient
 from statecore.temporal.devserver import start_dev_server
 from statecore.temporal.plugin import StatecorePlugin
+from tests.temporal.gated_model import GATE_TIMEOUT_S, ONE_TURN_PER_RUN, GatedModel
 from tests.temporal.record_histories import write_runs
 
 QUEUE = "record-control-histories"
-ONE_TURN_PER_RUN = {"max_turns_per_run": 1}
-GATE_TIMEOUT_S = 20
-
-
-class GatedModel:
-    """The offline model, answering only once the gate is open."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        self._inner = OfflineModel()
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.entered = asyncio.Event()
-
-    async def complete(self, request: Any) -> Any:
-        self.entered.set()
-        await asyncio.wait_for(self.gate.wait(), timeout=GATE_TIMEOUT_S)
-        return await self._inner.complete(request)
-
-
 MODEL = GatedModel()
 
 
