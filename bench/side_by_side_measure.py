@@ -46,15 +46,21 @@ def turn_id(n: int) -> str:
     return f"turn-{n:05d}"
 
 
-async def drive(send: SendTurn, turns: int, *, label: str) -> tuple[list[float], str | None, str]:
-    """Send turns 1..``turns`` one after another; stop at the first failure.
+async def drive(
+    send: SendTurn, turns: int, *, label: str, minutes: float | None = None
+) -> tuple[list[float], str | None, str]:
+    """Send turns 1..``turns`` one after another; stop at the first failure, or before a turn
+    that would start after ``minutes`` (a run cap for a side whose turns keep slowing).
 
-    Returns each turn's latency (seconds), the error that stopped the run (or None) and the
-    last reply."""
+    Returns each turn's latency (seconds), what stopped the run early (or None) and the last
+    reply."""
     latencies: list[float] = []
     last_reply = ""
     every = max(1, turns // 10)
+    cap_at = None if minutes is None else time.perf_counter() + minutes * 60
     for n in range(1, turns + 1):
+        if cap_at is not None and time.perf_counter() > cap_at:
+            return latencies, f"run cap: {minutes:g} minutes passed before turn {n}", last_reply
         started = time.perf_counter()
         try:
             last_reply = await asyncio.wait_for(
