@@ -47,7 +47,8 @@ async def model(state: dict[str, Any]) -> dict[str, Any]:
     if isinstance(last, ToolMessage):
         reply = AIMessage(answer(str(last.content)), id=f"answer-{turn:05d}")
         return {"messages": [reply]}
-    call = {"name": TOOL_NAME, "args": {"city": city_in(str(last.content))}, "id": f"call_{turn:06d}"}
+    city = city_in(str(last.content))
+    call = {"name": TOOL_NAME, "args": {"city": city}, "id": f"call_{turn:06d}"}
     return {"messages": [AIMessage("", tool_calls=[call], id=f"tool-call-{turn:05d}")]}
 
 
