@@ -17,6 +17,10 @@ config changed) serves both sides, one after the other:
     ``StatecorePlugin(agents=...)``, each turn one ``ainvoke`` inside the turn's activity with
     ``StatecoreSaver`` on the worker's database as the checkpointer.
 
+``--statecore-reducer delta`` runs side (b) with the messages channel under ``DeltaChannel``
+instead (the reducer statecore's saver keeps flat; ``bench/langgraph_bytes.py``), side (a)
+unchanged.
+
 A side stops at its first failed turn (the error is recorded) or, with ``--minutes``, before a
 turn that would start after that many minutes. Writes
 ``bench/results/langgraph_side_by_side.{json,png}`` (``-quick`` in quick mode). See
@@ -40,13 +44,16 @@ import subprocess  # noqa: E402
 import uuid  # noqa: E402
 from importlib import metadata  # noqa: E402
 from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Annotated, Any, TypedDict  # noqa: E402
 
+from langchain_core.messages import AnyMessage  # noqa: E402
+from langgraph.channels.delta import DeltaChannel  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.langgraph_weather import GRAPH_NAME, build_weather_graph  # noqa: E402
+from bench.langgraph_chat import append_messages  # noqa: E402
+from bench.langgraph_weather import GRAPH_NAME, WeatherChat, build_weather_graph  # noqa: E402
 from bench.official_venv import LANGGRAPH  # noqa: E402
 from bench.side_by_side_measure import (  # noqa: E402
     CHECKPOINTS,
@@ -68,9 +75,14 @@ STATECORE_LABEL = (
     "StatecoreSaver on the worker's SQLite database as the checkpointer, the session as the "
     "thread; both nodes run inside that activity"
 )
+REDUCERS = ("default", "delta")
 NAMES = {"official": "(a) temporalio-langgraph", "statecore": "(b) statecore"}
 #: Longest side (a) may run past its run cap (or in all, without one) before it counts as stuck.
 SIDE_A_SLACK_SECONDS = 3 * 3600
+
+
+class DeltaWeatherChat(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(append_messages)]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,6 +92,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, help="run cap per side: no turn starts after it")
     p.add_argument("--out", type=Path, help="JSON path (the PNG goes next to it)")
     p.add_argument(
+        "--statecore-reducer",
+        choices=REDUCERS,
+        default="default",
+        help="side (b)'s messages reducer: add_messages as side (a) (default) or DeltaChannel",
+    )
+    p.add_argument(
         "--no-official",
         action="store_true",
         help="run side (b) only (no separate environment needed)",
@@ -88,6 +106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.mode = "quick" if a.quick else "full"
     a.turns = a.turns or (20 if a.quick else 300)
     name = "langgraph_side_by_side" + ("-quick" if a.quick else "")
+    if a.statecore_reducer != "default":
+        name += f"-statecore-{a.statecore_reducer}"
     a.out = a.out or ROOT / "bench" / "results" / f"{name}.json"
     return a
 
@@ -116,10 +136,11 @@ def run_official(
 
 
 async def run_statecore(
-    address: str, turns: int, minutes: float | None, folder: Path
+    address: str, turns: int, minutes: float | None, folder: Path, reducer: str
 ) -> dict[str, Any]:
     database = folder / "statecore.db"
-    agent = LangGraphAgent(build_weather_graph(), name=GRAPH_NAME)
+    state = DeltaWeatherChat if reducer == "delta" else WeatherChat
+    agent = LangGraphAgent(build_weather_graph(state=state), name=GRAPH_NAME)
     plugin = StatecorePlugin(f"sqlite+aiosqlite:///{database}", agents={GRAPH_NAME: agent})
     client = await Client.connect(address, plugins=[plugin])
     queue = f"statecore-{uuid.uuid4().hex[:8]}"
@@ -139,6 +160,7 @@ async def run_statecore(
         )
     return {
         "label": STATECORE_LABEL.format(version=metadata.version("langgraph")),
+        "reducer": "DeltaChannel" if reducer == "delta" else "add_messages",
         "turns_asked": turns,
         "turns_done": len(latencies),
         "stopped_by": stopped_by,
@@ -170,7 +192,9 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             else:
                 sides["official"] = {"skipped": "--no-official"}
             print(f"(b) statecore, {a.turns} turns", flush=True)
-            sides["statecore"] = await run_statecore(server.address, a.turns, a.minutes, folder)
+            sides["statecore"] = await run_statecore(
+                server.address, a.turns, a.minutes, folder, a.statecore_reducer
+            )
         finally:
             server.stop()
     return {
@@ -185,6 +209,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "official_pins": LANGGRAPH.requirements(),
             "graph": "bench/langgraph_weather.py: model node + tool node, add_messages, "
             "deterministic in-node model (get_weather once per turn, then the answer)",
+            "statecore_reducer": a.statecore_reducer,
         },
         "sides": sides,
         "comparison": compare(sides),

@@ -72,10 +72,12 @@ async def after_model(state: dict[str, Any]) -> str:
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
-def build_weather_graph(node_metadata: dict[str, Any] | None = None) -> StateGraph[Any]:
+def build_weather_graph(
+    node_metadata: dict[str, Any] | None = None, state: type[Any] = WeatherChat
+) -> StateGraph[Any]:
     """The graph's builder; ``node_metadata`` goes on both nodes (the official plugin reads
-    where each runs from it)."""
-    builder: StateGraph[Any] = StateGraph(WeatherChat)
+    where each runs from it); ``state`` may swap the messages channel's reducer."""
+    builder: StateGraph[Any] = StateGraph(state)
     builder.add_node("model", model, metadata=dict(node_metadata or {}))
     builder.add_node("tools", tools, metadata=dict(node_metadata or {}))
     builder.add_edge(START, "model")
