@@ -64,7 +64,13 @@ from statecore.contract.session import (
     TurnResult,
     unknown_operation_message,
 )
-from statecore.core.errors import StatecoreError, UnknownOperationError
+from statecore.core.errors import (
+    ContextBudgetError,
+    StatecoreError,
+    UnknownEncodingError,
+    UnknownOperationError,
+)
+from statecore.core.message_fit import check_message_fits
 from statecore.core.models import (
     SessionStatus,
     StateOperationResult,
@@ -134,7 +140,11 @@ class AgentSession:
             snapshot: SessionSnapshot = await self._session.run_sql(
                 ACT_OPEN_SESSION,
                 OpenSessionInput(
-                    ref=input.ref, system_prompt=input.system_prompt, ttl_seconds=input.ttl_seconds
+                    ref=input.ref,
+                    system_prompt=input.system_prompt,
+                    ttl_seconds=input.ttl_seconds,
+                    model=input.model,
+                    profile=input.profile,
                 ),
                 SessionSnapshot,
             )
@@ -247,6 +257,8 @@ class AgentSession:
                 out = await turn.respond()
             commit = out.commit
             assert commit is not None
+            if out.budget is not None:
+                self._cp.budget = out.budget  # the validator's budget from now on
             reply = ReplyMessage(
                 content=out.message.content,
                 tool_calls=[c.model_dump() for c in out.message.tool_calls],
@@ -303,7 +315,29 @@ class AgentSession:
             raise refusal(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
-        self._parse_or_raise("send_message", SendMessageInput, payload)
+        message: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        self._check_fits_budget(message)
+
+    def _check_fits_budget(self, message: SendMessageInput) -> None:
+        """Refuse a message that can never fit the session's context budget before it is
+        accepted, so it never reaches history. The budget is the profile's ``max_tokens``,
+        else what the worker reported when it opened the session or answered a turn (its
+        model's window); until then (the first turn of an update-with-start) the turn's
+        model activity refuses such a message instead, by the same rule."""
+        learned = self._cp.budget
+        budget = self._input.profile.max_tokens or (learned.max_tokens if learned else None)
+        if budget is None:
+            return
+        try:
+            check_message_fits(
+                message.to_message(),
+                budget,
+                encoding=learned.encoding if learned else None,
+            )
+        except ContextBudgetError as err:
+            raise refusal(err.code, err.message) from None
+        except UnknownEncodingError:
+            return  # this worker cannot count as the reporting one did: the turn decides
 
     def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp
@@ -575,6 +609,8 @@ class AgentSession:
         cp.take_counters(snap)
         cp.usage = snap.usage
         cp.active_step = snap.active_step
+        if snap.budget is not None:
+            cp.budget = snap.budget
         self._session.turn_number = cp.turn
         if snap.stores:
             self._stores = [StateStoreReport.model_validate(s) for s in snap.stores]
