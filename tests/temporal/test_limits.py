@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
+from statecore.contract.session import TurnResult
 from statecore.core.errors import (
     ContentTooLargeError,
     ContextBudgetError,
@@ -20,7 +23,10 @@ from statecore.core.errors import (
     StateTooLargeError,
 )
 from statecore.core.identifiers import MAX_ID_LENGTH
-from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, SessionRef
+from statecore.core.model_windows import context_budget
+from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Message, SessionRef
+from statecore.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from statecore.llm import OfflineModel
 from statecore.store import open_store
 from statecore.store.inputs import encode_state
 from statecore.temporal.devserver import DevServer
@@ -242,4 +248,84 @@ async def test_a_message_that_can_never_fit_is_refused_before_sending(env: Env) 
 
     async with asyncio.timeout(AT_ONCE):
         result = await env.sessions.send(env.agent, "budget", "still here", turn_id="second")
+    assert result.turn == 2
+
+
+#: The offline model's budget for a profile without max_tokens: 128,000 less 4,096.
+OFFLINE_BUDGET = context_budget(None, OfflineModel.context_window)
+
+
+def _exactly(tokens: int) -> str:
+    """Content whose message, primed, needs ``tokens`` tokens: "é" is one token of two bytes
+    in cl100k_base, so its byte length is over the budget and the validator counts it."""
+    content = "é" * (tokens - REPLY_PRIMING - MESSAGE_OVERHEAD)
+    assert TokenCounter().count_messages([Message(role="user", content=content)]) == tokens
+    return content
+
+
+async def _raw_send(env: Env, workflow_id: str, turn_id: str, content: str) -> Any:
+    """A turn sent with the bare Temporal client: no statecore check before sending."""
+    handle = env.client.get_workflow_handle(workflow_id)
+    return await handle.execute_update(
+        "send_message", {"turn_id": turn_id, "content": content}, result_type=TurnResult
+    )
+
+
+def _refusal(err: WorkflowUpdateFailedError) -> ApplicationError:
+    assert isinstance(err.cause, ApplicationError), repr(err.cause)
+    return err.cause
+
+
+async def test_a_raw_update_that_can_never_fit_is_refused_before_acceptance(env: Env) -> None:
+    # The session's open reports the worker's budget: no profile, no client setting.
+    await env.sessions.send(env.agent, "raw-budget", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-budget")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _exactly(OFFLINE_BUDGET + 1))
+    cause = _refusal(refused.value)
+    assert cause.type == "ContextBudgetExceeded"
+    assert f"the session's context budget is {OFFLINE_BUDGET}" in cause.message
+    assert await _event_count(env, workflow_id) == before  # never accepted
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-budget", "still here", turn_id="second")
+    assert result.turn == 2
+    # A message that just fits is accepted and answered.
+    fits = await _raw_send(env, workflow_id, "fits", _exactly(OFFLINE_BUDGET))
+    assert fits.turn == 3
+    assert fits.context_tokens == OFFLINE_BUDGET
+
+
+async def test_the_profiles_budget_refuses_a_raw_update_from_the_first_turn(env: Env) -> None:
+    profile = {"max_tokens": 1000, "summarization_threshold": 800}
+    await env.sessions.send(env.agent, "raw-profile", "hello", turn_id="first", profile=profile)
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-profile")
+    before = await _event_count(env, workflow_id)
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _words(3000))
+    assert _refusal(refused.value).type == "ContextBudgetExceeded"
+    assert "the session's context budget is 1000" in _refusal(refused.value).message
+    assert await _event_count(env, workflow_id) == before
+
+
+async def test_the_learned_budget_crosses_continue_as_new(env: Env) -> None:
+    await env.sessions.send(env.agent, "raw-runs", "hello", turn_id="first", max_turns_per_run=1)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while (report := await env.sessions.describe(env.agent, "raw-runs")).checkpoint.runs < 2:
+        assert loop.time() < deadline, "the session did not continue as new after its turn"
+        await asyncio.sleep(0.1)
+    # The new run opened nothing: its budget came with the checkpoint.
+    assert report.checkpoint.budget is not None
+    assert report.checkpoint.budget.max_tokens == OFFLINE_BUDGET
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-runs")
+    before = await _event_count(env, workflow_id)
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _exactly(OFFLINE_BUDGET + 1))
+    assert _refusal(refused.value).type == "ContextBudgetExceeded"
+    assert await _event_count(env, workflow_id) == before
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-runs", "next", turn_id="second")
     assert result.turn == 2
