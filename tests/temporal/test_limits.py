@@ -10,10 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.api.common.v1 import Payload
+from temporalio.client import (
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
-from statecore.contract.session import TurnResult
+from statecore.contract.session import WORKFLOW_TYPE, TurnResult
 from statecore.core.errors import (
     ContentTooLargeError,
     ContextBudgetError,
@@ -172,6 +179,36 @@ async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
     async with asyncio.timeout(120):
         result = await env.sessions.send(env.agent, "raw", "after", turn_id="after")
     assert result.turn == 2
+
+
+async def test_a_raw_update_over_temporals_limit_never_ends_a_starting_session(env: Env) -> None:
+    # Sent with the session's start, the update reaches the worker in the run's first workflow
+    # task, an ordinary one (not one the server may drop). The worker's own payload check
+    # must stay on: it fails that task, which Temporal retries without the update. With
+    # Worker(disable_payload_error_limit=True) the refusal, which repeats the 2.5 MiB
+    # request, reaches the server, and the server terminates the workflow for it.
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-start")
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        WORKFLOW_TYPE,
+        env.sessions.session_input(env.agent, "raw-start"),
+        id=workflow_id,
+        task_queue=env.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    request = {"turn_id": "big", "content": "z" * (5 * 1024 * 1024 // 2)}
+    big = RawValue(Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(request).encode()))
+    with pytest.raises((RPCError, WorkflowUpdateFailedError)):
+        async with asyncio.timeout(120):
+            await env.client.execute_update_with_start_workflow(
+                "send_message", big, start_workflow_operation=start
+            )
+    run_id = (await env.client.get_workflow_handle(workflow_id).describe()).run_id
+    async with asyncio.timeout(120):
+        result = await env.sessions.send(env.agent, "raw-start", "after", turn_id="after")
+    assert result.turn == 1
+    description = await env.client.get_workflow_handle(workflow_id).describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING
+    assert description.run_id == run_id
 
 
 # --- every value the store accepts, a turn can read back --------------------------------------
