@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -70,7 +70,7 @@ from statecore.core.errors import (
     UnknownEncodingError,
     UnknownOperationError,
 )
-from statecore.core.message_fit import check_message_fits
+from statecore.core.message_fit import check_message_fits, most_tokens
 from statecore.core.models import (
     SessionStatus,
     StateOperationResult,
@@ -88,6 +88,13 @@ PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
+
+#: Bytes of message text the send_message validator counts in tokens in one workflow task
+#: (two of the largest messages, well under a second). Counting runs inside the task, which
+#: the SDK fails when it does not yield within 2 s, and Temporal delivers up to 10 updates
+#: in one task; past this the validator admits, and the turn's model activity refuses a
+#: message that can never fit, by the same rule.
+MAX_COUNTED_BYTES_PER_TASK = 1024 * 1024
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -128,6 +135,10 @@ class AgentSession:
         #: The status the next run starts in, kept while this one drains (pause and resume
         #: sent then apply to the next run).
         self._resume_status: SessionStatus = "active"
+        #: The workflow task (by its start time) whose validators last counted tokens, and
+        #: how many bytes they counted in it.
+        self._counted_in: datetime | None = None
+        self._counted_bytes = 0
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -328,9 +339,14 @@ class AgentSession:
         budget = self._input.profile.max_tokens or (learned.max_tokens if learned else None)
         if budget is None:
             return
+        turn_message = message.to_message()
+        if most_tokens(turn_message) <= budget:
+            return  # fits whatever its tokens: nothing to count
+        if not self._may_count(len(message.content.encode("utf-8"))):
+            return
         try:
             check_message_fits(
-                message.to_message(),
+                turn_message,
                 budget,
                 encoding=learned.encoding if learned else None,
             )
@@ -338,6 +354,18 @@ class AgentSession:
             raise refusal(err.code, err.message) from None
         except UnknownEncodingError:
             return  # this worker cannot count as the reporting one did: the turn decides
+
+    def _may_count(self, size: int) -> bool:
+        """Whether the validators may count ``size`` more bytes of text in this workflow
+        task (MAX_COUNTED_BYTES_PER_TASK). The count is not history: validators never run
+        on replay, and what they decided is recorded as the updates' acceptance."""
+        task = workflow.now()
+        if task != self._counted_in:
+            self._counted_in, self._counted_bytes = task, 0
+        if self._counted_bytes + size > MAX_COUNTED_BYTES_PER_TASK:
+            return False
+        self._counted_bytes += size
+        return True
 
     def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp

@@ -366,3 +366,22 @@ async def test_the_learned_budget_crosses_continue_as_new(env: Env) -> None:
     async with asyncio.timeout(AT_ONCE):
         result = await env.sessions.send(env.agent, "raw-runs", "next", turn_id="second")
     assert result.turn == 2
+
+
+async def test_many_large_messages_in_one_task_never_stall_the_session(env: Env) -> None:
+    # 511 KiB of spaces is few tokens but among the slowest texts to count; eight sent at
+    # once reach the validator in one workflow task, which the SDK fails if it does not
+    # yield within 2 s. The validator counts a bounded amount per task and admits the rest
+    # (each fits its budget here), so every turn is answered.
+    await env.sessions.send(env.agent, "raw-many", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-many")
+    content = " " * (511 * 1024) + "x"
+    async with asyncio.timeout(180):
+        outcomes = await asyncio.gather(
+            *(_raw_send(env, workflow_id, f"many{i}", content) for i in range(8)),
+            return_exceptions=True,
+        )
+    assert all(isinstance(outcome, TurnResult) for outcome in outcomes), outcomes
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-many", "after", turn_id="after")
+    assert result.turn == 10
