@@ -51,3 +51,12 @@ async def test_chat_refuses_a_line_that_can_never_fit(cli: CliEnv) -> None:
     after = await cli.run("--json", "chat", cli.agent, "budget", stdin="still here\n", within=30)
     assert after.code == 0, after.err
     assert after.json_lines()[0]["turn"] == 2
+
+
+@pytest.mark.parametrize("window", ["0", "lots"])
+async def test_a_context_window_that_is_no_count_of_tokens_is_a_usage_error(
+    cli: CliEnv, window: str
+) -> None:
+    done = await cli.run("--context-window", window, "chat", cli.agent, "window", stdin="hi\n")
+    assert_one_line_error(done, 2)
+    assert "--context-window" in done.err
