@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -64,7 +64,13 @@ from statecore.contract.session import (
     TurnResult,
     unknown_operation_message,
 )
-from statecore.core.errors import StatecoreError, UnknownOperationError
+from statecore.core.errors import (
+    ContextBudgetError,
+    StatecoreError,
+    UnknownEncodingError,
+    UnknownOperationError,
+)
+from statecore.core.message_fit import check_message_fits, most_tokens
 from statecore.core.models import (
     SessionStatus,
     StateOperationResult,
@@ -82,6 +88,13 @@ PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
+
+#: Bytes of message text the send_message validator counts in tokens in one workflow task
+#: (two of the largest messages, well under a second). Counting runs inside the task, which
+#: the SDK fails when it does not yield within 2 s, and Temporal delivers up to 10 updates
+#: in one task; past this the validator admits, and the turn's model activity refuses a
+#: message that can never fit, by the same rule.
+MAX_COUNTED_BYTES_PER_TASK = 1024 * 1024
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -122,6 +135,10 @@ class AgentSession:
         #: The status the next run starts in, kept while this one drains (pause and resume
         #: sent then apply to the next run).
         self._resume_status: SessionStatus = "active"
+        #: The workflow task (by its start time) whose validators last counted tokens, and
+        #: how many bytes they counted in it.
+        self._counted_in: datetime | None = None
+        self._counted_bytes = 0
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -134,7 +151,11 @@ class AgentSession:
             snapshot: SessionSnapshot = await self._session.run_sql(
                 ACT_OPEN_SESSION,
                 OpenSessionInput(
-                    ref=input.ref, system_prompt=input.system_prompt, ttl_seconds=input.ttl_seconds
+                    ref=input.ref,
+                    system_prompt=input.system_prompt,
+                    ttl_seconds=input.ttl_seconds,
+                    model=input.model,
+                    profile=input.profile,
                 ),
                 SessionSnapshot,
             )
@@ -247,6 +268,8 @@ class AgentSession:
                 out = await turn.respond()
             commit = out.commit
             assert commit is not None
+            if out.budget is not None:
+                self._cp.budget = out.budget  # the validator's budget from now on
             reply = ReplyMessage(
                 content=out.message.content,
                 tool_calls=[c.model_dump() for c in out.message.tool_calls],
@@ -303,7 +326,46 @@ class AgentSession:
             raise refusal(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
-        self._parse_or_raise("send_message", SendMessageInput, payload)
+        message: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        self._check_fits_budget(message)
+
+    def _check_fits_budget(self, message: SendMessageInput) -> None:
+        """Refuse a message that can never fit the session's context budget before it is
+        accepted, so it never reaches history. The budget is the profile's ``max_tokens``,
+        else what the worker reported when it opened the session or answered a turn (its
+        model's window); until then (the first turn of an update-with-start) the turn's
+        model activity refuses such a message instead, by the same rule."""
+        learned = self._cp.budget
+        budget = self._input.profile.max_tokens or (learned.max_tokens if learned else None)
+        if budget is None:
+            return
+        turn_message = message.to_message()
+        if most_tokens(turn_message) <= budget:
+            return  # fits whatever its tokens: nothing to count
+        if not self._may_count(len(message.content.encode("utf-8"))):
+            return
+        try:
+            check_message_fits(
+                turn_message,
+                budget,
+                encoding=learned.encoding if learned else None,
+            )
+        except ContextBudgetError as err:
+            raise refusal(err.code, err.message) from None
+        except UnknownEncodingError:
+            return  # this worker cannot count as the reporting one did: the turn decides
+
+    def _may_count(self, size: int) -> bool:
+        """Whether the validators may count ``size`` more bytes of text in this workflow
+        task (MAX_COUNTED_BYTES_PER_TASK). The count is not history: validators never run
+        on replay, and what they decided is recorded as the updates' acceptance."""
+        task = workflow.now()
+        if task != self._counted_in:
+            self._counted_in, self._counted_bytes = task, 0
+        if self._counted_bytes + size > MAX_COUNTED_BYTES_PER_TASK:
+            return False
+        self._counted_bytes += size
+        return True
 
     def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp
@@ -575,6 +637,8 @@ class AgentSession:
         cp.take_counters(snap)
         cp.usage = snap.usage
         cp.active_step = snap.active_step
+        if snap.budget is not None:
+            cp.budget = snap.budget
         self._session.turn_number = cp.turn
         if snap.stores:
             self._stores = [StateStoreReport.model_validate(s) for s in snap.stores]

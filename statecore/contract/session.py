@@ -107,6 +107,15 @@ class LogCounters(StatecoreModel):
             setattr(self, name, getattr(source, name))
 
 
+class TurnBudget(StatecoreModel):
+    """The context budget the worker applies to a session's turns and the tokenizer it
+    counts with, as its activities report them: what lets the session's update validator
+    refuse a message that can never fit before accepting it."""
+
+    max_tokens: int = Field(ge=1)
+    encoding: str
+
+
 class TurnCheckpoint(LogCounters):
     """The small, bounded state a session workflow holds. Never the transcript."""
 
@@ -119,6 +128,9 @@ class TurnCheckpoint(LogCounters):
     compactions: int = 0
     runs: int = 1
     last_operation: str | None = None
+    #: The budget the worker last reported (at the session's open and with each answered
+    #: turn); None until then, and for sessions a framework agent answers.
+    budget: TurnBudget | None = None
 
 
 class Rejection(StatecoreModel):
