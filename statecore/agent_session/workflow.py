@@ -44,6 +44,7 @@ from statecore.contract.session import (
     SA_STATUS,
     SA_TURN,
     SIGNAL_DESCRIPTIONS,
+    TURN_SEARCH_ATTRIBUTE_EVERY,
     UNKNOWN_SIGNAL_DESCRIPTION,
     UNKNOWN_UPDATE_DESCRIPTION,
     UPDATE_DESCRIPTIONS,
@@ -88,6 +89,9 @@ PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
+#: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
+#: every TURN_SEARCH_ATTRIBUTE_EVERY-th do (status changes and new runs still write it).
+PATCH_SPARSE_TURN_ATTRIBUTE = "statecore-sparse-turn-search-attribute"
 
 #: Bytes of message text the send_message validator counts in tokens in one workflow task
 #: (two of the largest messages, well under a second). Counting runs inside the task, which
@@ -104,7 +108,13 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
 }
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
+# Outside the workflow sandbox: re-entering it cost every activation and every payload
+# conversion of a turn a compile and run of a code string, about 1 ms of worker CPU per turn
+# (bench/README.md, "Worker CPU per turn"). What the sandbox guards, determinism, is kept by
+# the import contracts (this module reaches only temporalio, pydantic and statecore's pure
+# modules; docs/architecture.md) and by replaying recorded histories (test_replay.py).
+# Workflows of your own that use the turn API run in your sandbox as before.
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentSession:
     # The input is taken raw (statecore.agent_session.identity): a start whose input is not a
     # session's, or whose id is not the one its input makes, fails the run at once instead of
@@ -379,7 +389,7 @@ class AgentSession:
             records = store.metadata.get("turn_records")
             if store.name == "conversation" and isinstance(records, int):
                 store.metadata["turn_records"] = records + 1
-        self._sync_search_attributes()
+        self._sync_search_attributes(after_turn=True)
 
     def _needs_summary(self) -> bool:
         return (
@@ -684,8 +694,10 @@ class AgentSession:
             rejections=list(self._rejections),
         )
 
-    def _sync_search_attributes(self) -> None:
-        """Upsert only what changed: every upsert is a history event."""
+    def _sync_search_attributes(self, *, after_turn: bool = False) -> None:
+        """Upsert only what changed: every upsert is a history event. A turn alone moves
+        StatecoreTurn only on the session's first turn and every TURN_SEARCH_ATTRIBUTE_EVERY
+        turns; any other change writes the exact turn along with it."""
         wanted: dict[str, Any] = {
             SA_SESSION_ID: self._input.session_id,
             SA_AGENT_ID: self._input.agent_id,
@@ -698,14 +710,27 @@ class AgentSession:
                 value = current.get(key)
                 if value is not None:
                     self._sa[name] = value
+        names = [name for name, value in wanted.items() if self._sa.get(name) != value]
+        # The patch is asked last: its marker is written only by a turn that skips its upsert.
+        if (
+            after_turn
+            and names == [SA_TURN]
+            and not self._turn_attribute_due()
+            and workflow.patched(PATCH_SPARSE_TURN_ATTRIBUTE)
+        ):
+            return
         changed: list[SearchAttributeUpdate[Any]] = [
-            _SA_KEYS[name].value_set(value)
-            for name, value in wanted.items()
-            if self._sa.get(name) != value
+            _SA_KEYS[name].value_set(wanted[name]) for name in names
         ]
         if changed:
             workflow.upsert_search_attributes(changed)
             self._sa.update(wanted)
+
+    def _turn_attribute_due(self) -> bool:
+        """Whether a committed turn writes StatecoreTurn: a session's first, so that
+        ``StatecoreTurn > 0`` finds every session that has talked, and every
+        TURN_SEARCH_ATTRIBUTE_EVERY-th."""
+        return not self._sa.get(SA_TURN) or self._cp.turn % TURN_SEARCH_ATTRIBUTE_EVERY == 0
 
     def _show(self) -> None:
         """A short markdown status for the Temporal UI (costs no history)."""

@@ -60,6 +60,12 @@ SA_SESSION_ID = "StatecoreSessionId"
 SA_AGENT_ID = "StatecoreAgentId"
 SA_STATUS = "StatecoreStatus"
 SA_TURN = "StatecoreTurn"
+#: ``StatecoreTurn`` moves with a session's first turn and then every this many turns; every
+#: other change (status, a new run, a reset) writes the exact turn with it. An upsert is a
+#: history event and a visibility write per turn; at 10 a filter such as ``StatecoreTurn > 100``
+#: is off by at most 9 turns, and the 1,000-turn run length is a multiple of it. The exact turn
+#: is always in the ``describe`` query and the session's current details.
+TURN_SEARCH_ATTRIBUTE_EVERY = 10
 SEARCH_ATTRIBUTES: dict[str, str] = {
     SA_SESSION_ID: "Keyword",
     SA_AGENT_ID: "Keyword",
