@@ -3,6 +3,7 @@
     .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7              # SQLite
     .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --db postgresql
     .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --rounds 2 --turns 50  # smoke
+    .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --floor      # and the floor
 
 Latency on a shared machine measures the other users as much as statecore; CPU time of the
 worker process does not (see bench/worker_process.py). Each round runs both versions, in an
@@ -11,7 +12,10 @@ worker`` in its own process on a fresh database with one fresh session: warm-up 
 ``--turns`` measured turns whose worker CPU (user + system, ``/proc/<pid>/stat``) is divided
 by their number. Reported per version: the mean over rounds with a 95% confidence interval
 (Student's t), and the paired difference after - before with its own interval, since rounds
-share the machine's state. Writes ``bench/results/cpu_per_turn_<db>.json``.
+share the machine's state. With ``--floor`` each round also runs ``bench/floor_worker.py``
+(Temporal's floor: an Update running one no-op regular activity, nothing of statecore) the
+same way, and each version's own cost is reported as its CPU minus the floor's, paired by
+round. Writes ``bench/results/cpu_per_turn_<db>.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
 from bench.environment import machine_info  # noqa: E402
+from bench.measure import floor_scenario  # noqa: E402
 from bench.profile_turn import CONTENT, database  # noqa: E402
 from bench.worker_process import export_commit, worker_process  # noqa: E402
 from statecore.temporal.client import AgentSessionClient  # noqa: E402
@@ -96,6 +101,22 @@ async def one_run(address: str, db: str, code: Path, tmp: Path, warmup: int, tur
         return 1000 * (worker.cpu_seconds() - cpu0) / turns
 
 
+async def floor_run(address: str, tmp: Path, warmup: int, turns: int) -> float:
+    """Worker CPU milliseconds per measured turn of the floor worker, driven like a session."""
+    run_dir = tmp / uuid.uuid4().hex[:8]
+    run_dir.mkdir()
+    async with worker_process(address, "", log_dir=run_dir, floor=True) as worker:
+        client = await Client.connect(address)
+        floor = floor_scenario("floor", "", client, worker.task_queue, "turn")
+        session = f"cpu-{uuid.uuid4().hex[:8]}"
+        for n in range(warmup):
+            await floor.send(session, n, f"t{n}")
+        cpu0 = worker.cpu_seconds()
+        for n in range(warmup, warmup + turns):
+            await floor.send(session, n, f"t{n}")
+        return 1000 * (worker.cpu_seconds() - cpu0) / turns
+
+
 async def compare(a: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     load_start = os.getloadavg()
@@ -110,11 +131,16 @@ async def compare(a: argparse.Namespace) -> dict[str, Any]:
         try:
             for r in range(a.rounds):
                 order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+                if a.floor:  # the floor takes each place in turn
+                    order.insert(r % 3, "floor")
                 got: dict[str, float] = {}
                 for name in order:
-                    got[name] = await one_run(
-                        server.address, a.db, versions[name], tmp, a.warmup, a.turns
-                    )
+                    if name == "floor":
+                        got[name] = await floor_run(server.address, tmp, a.warmup, a.turns)
+                    else:
+                        got[name] = await one_run(
+                            server.address, a.db, versions[name], tmp, a.warmup, a.turns
+                        )
                     print(f"round {r + 1}/{a.rounds} {name}: {got[name]:.2f} ms CPU/turn")
                 per_round.append(got)
         finally:
@@ -122,6 +148,13 @@ async def compare(a: argparse.Namespace) -> dict[str, Any]:
     before = [g["before"] for g in per_round]
     after = [g["after"] for g in per_round]
     diff = [g["after"] - g["before"] for g in per_round]
+    own: dict[str, Any] = {}
+    if a.floor:
+        own = {
+            "floor": summary([g["floor"] for g in per_round]),
+            "before_minus_floor": summary([g["before"] - g["floor"] for g in per_round]),
+            "after_minus_floor": summary([g["after"] - g["floor"] for g in per_round]),
+        }
     return {
         "db": a.db,
         "what": "CPU ms of the statecore worker process per AgentSession turn (offline model)",
@@ -134,6 +167,7 @@ async def compare(a: argparse.Namespace) -> dict[str, Any]:
         "after": summary(after),
         "after_minus_before": summary(diff),
         "after_over_before": round(statistics.fmean(after) / statistics.fmean(before), 3),
+        **own,
         "wall_minutes": round((time.monotonic() - started) / 60, 1),
         "load_average_start_end": [round(load_start[0], 2), round(os.getloadavg()[0], 2)],
         "machine": machine_info(),
@@ -149,13 +183,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--turns", type=int, default=200, help="measured turns per run")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--out", type=Path, help="default: bench/results/cpu_per_turn_<db>.json")
+    p.add_argument(
+        "--floor", action="store_true", help="also run the floor worker; report each minus it"
+    )
     a = p.parse_args(argv)
     if a.rounds < 2:
         p.error("--rounds must be at least 2 for a confidence interval")
     result = asyncio.run(compare(a))
     out = a.out or RESULTS / f"cpu_per_turn_{a.db}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    for key in ("before", "after", "after_minus_before"):
+    keys = ["before", "after", "after_minus_before"]
+    if a.floor:
+        keys += ["floor", "before_minus_floor", "after_minus_floor"]
+    for key in keys:
         s = result[key]
         print(f"{key}: {s['mean']:.2f} ms/turn, 95% CI {s['ci95'][0]:.2f} .. {s['ci95'][1]:.2f}")
     print(f"wrote {out}")

@@ -45,6 +45,10 @@ TARGET_SHARE_OF_TURN = 0.05
 RESULTS = ROOT / "bench" / "results"
 
 
+#: Events one ``_turn`` records: messages (carrying the usage), kv, state.
+EVENTS_PER_TURN = 3
+
+
 def _turn(ref: SessionRef, n: int) -> CommitTurnInput:
     return CommitTurnInput(
         ref=ref,
@@ -139,9 +143,9 @@ async def delivery(url: str, turns: int, poll_interval: float) -> dict[str, Any]
         for n in range(1, turns + 1):
             await _commit(store, _turn(ref, n))
             committed[n] = time.time()
-            # One turn's events (messages, kv, state, orchestration): its last number.
+            # One turn's events (messages with its usage, kv, state): its last number.
             deadline = time.monotonic() + 30
-            while 4 * n not in received:
+            while EVENTS_PER_TURN * n not in received:
                 line = await asyncio.wait_for(
                     follower.stdout.readline(), deadline - time.monotonic()
                 )
@@ -152,7 +156,11 @@ async def delivery(url: str, turns: int, poll_interval: float) -> dict[str, Any]
         follower.kill()
         await follower.wait()
         await store.close()
-    delays = sorted((received[4 * n - 3] - committed[n]) * 1000 for n in committed)
+    first_of_turn = [EVENTS_PER_TURN * (n - 1) + 1 for n in committed]
+    delays = sorted(
+        (received[seq] - committed[n]) * 1000
+        for n, seq in zip(committed, first_of_turn, strict=True)
+    )
     return {
         "turns": turns,
         "poll_interval_s": poll_interval,

@@ -7,8 +7,9 @@ id per turn, a retry while the run moves on), and it moves to a new run at the s
 ``turn`` update runs one no-op regular activity (the shape of an AgentSession turn: one
 model-plus-commit activity); ``turn_local`` runs one no-op local activity instead, and
 ``turn_upsert`` is ``turn`` plus the one search-attribute upsert (``StatecoreTurn``) that the
-operator contract makes every AgentSession turn carry: a history event and a visibility write
-on the server, with nothing of statecore in it.
+operator contract made every AgentSession turn carry until it became sparse (now a session's
+first turn and every 10th): a history event and a visibility write on the server, with nothing
+of statecore in it.
 """
 
 from __future__ import annotations

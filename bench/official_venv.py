@@ -1,11 +1,19 @@
-"""The separate environment the side-by-side benchmark runs Temporal's official integration in.
+"""The separate environments the side-by-side benchmarks run Temporal's official integrations in.
 
-``temporalio-openai-agents`` and the ``openai-agents`` version it pins never enter statecore's
-own environment: they go into ``.cache/venv-official``, built from the package registry with
-pinned versions. ``scripts/setup.sh test`` builds it (so tests never download), and the
-benchmark builds it if it is missing.
+Temporal's integrations and the framework versions they pin never enter statecore's own
+environment: each goes into its own folder under ``.cache``, built from the package registry
+with pinned versions, and runs as a subprocess with that folder's Python:
 
-    .venv/bin/python bench/official_venv.py          # build it (or check it is current)
+- ``OPENAI_AGENTS``: ``temporalio-openai-agents`` and its ``openai-agents``, in
+  ``.cache/venv-official`` (``bench/openai_agents_side_by_side.py``);
+- ``LANGGRAPH``: ``temporalio-langgraph`` and its ``langgraph``, in
+  ``.cache/venv-official-langgraph`` (``bench/langgraph_side_by_side.py``).
+
+``scripts/setup.sh test`` builds both (so tests never download), and each benchmark builds its
+own if it is missing.
+
+    .venv/bin/python bench/official_venv.py               # build both (or check they are current)
+    .venv/bin/python bench/official_venv.py langgraph     # build one
 """
 
 from __future__ import annotations
@@ -13,51 +21,95 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".cache" / "venv-official"
-#: temporalio-openai-agents 1.1.0 requires openai-agents>=0.22,<0.23: the newest of those.
-PINNED = ("temporalio-openai-agents==1.1.0", "openai-agents==0.22.3")
-#: Longest the build may take (a cold package cache on a slow link).
+#: Longest a build may take (a cold package cache on a slow link).
 BUILD_TIMEOUT_SECONDS = 900
-_MARKER = VENV / "statecore-bench-pins.txt"
+_MARKER_NAME = "statecore-bench-pins.txt"
+
+
+@dataclass(frozen=True)
+class OfficialEnvironment:
+    """One integration's environment: where it lives and what is pinned in it."""
+
+    name: str
+    folder: Path
+    pins: tuple[str, ...]
+
+    def requirements(self) -> list[str]:
+        """The pins, and the temporalio statecore runs with, so both sides use the same SDK."""
+        return [*self.pins, f"temporalio=={metadata.version('temporalio')}"]
+
+    def python(self) -> Path | None:
+        """The environment's Python if it is built with the current pins, else None."""
+        python = self.folder / "bin" / "python"
+        marker = self.folder / _MARKER_NAME
+        if not python.exists() or not marker.exists():
+            return None
+        return python if marker.read_text().split() == self.requirements() else None
+
+    def build(self) -> Path:
+        """Build (or rebuild) the environment; returns its Python. Raises on failure."""
+        found = self.python()
+        if found is not None:
+            return found
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(self.folder)],
+            check=True,
+            timeout=BUILD_TIMEOUT_SECONDS,
+        )
+        python = self.folder / "bin" / "python"
+        uv = Path(sys.executable).parent / "uv"  # scripts/setup.sh installs uv beside Python
+        if uv.exists():
+            install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
+        else:
+            install = [str(python), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*install, *self.requirements()], check=True, timeout=BUILD_TIMEOUT_SECONDS)
+        (self.folder / _MARKER_NAME).write_text("\n".join(self.requirements()) + "\n")
+        return python
+
+
+OPENAI_AGENTS = OfficialEnvironment(
+    "openai-agents",
+    ROOT / ".cache" / "venv-official",
+    # temporalio-openai-agents 1.1.0 requires openai-agents>=0.22,<0.23: the newest of those.
+    ("temporalio-openai-agents==1.1.0", "openai-agents==0.22.3"),
+)
+LANGGRAPH = OfficialEnvironment(
+    "langgraph",
+    ROOT / ".cache" / "venv-official-langgraph",
+    # temporalio-langgraph 0.1.0 (the only release) requires langgraph>=1.2.0 and
+    # langchain-core>=0.3.0: the versions that resolved when the benchmark was written.
+    ("temporalio-langgraph==0.1.0", "langgraph==1.2.24", "langchain-core==1.8.3"),
+)
+ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH)}
+
+# The OpenAI Agents environment's original module-level interface.
+VENV = OPENAI_AGENTS.folder
+PINNED = OPENAI_AGENTS.pins
 
 
 def requirements() -> list[str]:
-    """The pins, and the temporalio statecore runs with, so both sides use the same SDK."""
-    return [*PINNED, f"temporalio=={metadata.version('temporalio')}"]
+    return OPENAI_AGENTS.requirements()
 
 
 def official_python() -> Path | None:
-    """The environment's Python if it is built with the current pins, else None."""
-    python = VENV / "bin" / "python"
-    if not python.exists() or not _MARKER.exists():
-        return None
-    return python if _MARKER.read_text().split() == requirements() else None
+    return OPENAI_AGENTS.python()
 
 
 def build() -> Path:
-    """Build (or rebuild) the environment; returns its Python. Raises on failure."""
-    found = official_python()
-    if found is not None:
-        return found
-    shutil.rmtree(VENV, ignore_errors=True)
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "venv", str(VENV)], check=True, timeout=BUILD_TIMEOUT_SECONDS
-    )
-    python = VENV / "bin" / "python"
-    uv = Path(sys.executable).parent / "uv"  # scripts/setup.sh installs uv beside Python
-    if uv.exists():
-        install = [str(uv), "pip", "install", "--quiet", "--python", str(python)]
-    else:
-        install = [str(python), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*install, *requirements()], check=True, timeout=BUILD_TIMEOUT_SECONDS)
-    _MARKER.write_text("\n".join(requirements()) + "\n")
-    return python
+    return OPENAI_AGENTS.build()
 
 
 if __name__ == "__main__":
-    print(build())
+    names = sys.argv[1:] or list(ENVIRONMENTS)
+    unknown = [n for n in names if n not in ENVIRONMENTS]
+    if unknown:
+        raise SystemExit(f"unknown environment {unknown}; choose from {list(ENVIRONMENTS)}")
+    for name in names:
+        print(ENVIRONMENTS[name].build())

@@ -51,9 +51,11 @@ from bench.side_by_side_measure import (  # noqa: E402
     CHECKPOINTS,
     INSTRUCTIONS,
     MODEL,
+    compare,
     drive,
     history_report,
     latency_report,
+    print_summary,
 )
 from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
 from statecore.llm import OpenAICompatibleModel  # noqa: E402
@@ -232,49 +234,6 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         "sides": sides,
         "comparison": compare(sides),
     }
-
-
-def compare(sides: dict[str, Any]) -> dict[str, Any]:
-    """Both sides over the turns both completed: latency p50 and history per turn."""
-    official, statecore = sides["official"], sides["statecore"]
-    if "skipped" in official:
-        return {}
-    both = min(official["turns_done"], statecore["turns_done"])
-
-    def p50(side: dict[str, Any]) -> float | None:
-        seconds = [ms / 1000 for ms in side["latency_ms_series"][:both]]
-        return latency_report(seconds).get("p50_ms")
-
-    a_bytes = official["series"]["history_bytes_per_turn"]
-    b_bytes = statecore["series"]["history_bytes_per_turn"]
-    return {
-        "turns_both_completed": both,
-        "p50_ms_over_those_turns": {"official": p50(official), "statecore": p50(statecore)},
-        "official_to_statecore_history_bytes_per_turn_at": {
-            str(n): round(a_bytes[n - 1] / b_bytes[n - 1], 1)
-            for n in sorted({*CHECKPOINTS, both})
-            if n <= both and a_bytes[n - 1] and b_bytes[n - 1]
-        },
-    }
-
-
-def print_summary(result: dict[str, Any]) -> None:
-    for name, side in result["sides"].items():
-        if "skipped" in side:
-            print(f"{name}: skipped ({side['skipped']})")
-            continue
-        print(
-            f"{name}: {side['turns_done']}/{side['turns_asked']} turns, status {side['status']}, "
-            f"p50 {side['latency'].get('p50_ms')} ms, history total "
-            f"{side['history_bytes_total']:,} B, per turn at "
-            f"{side['history_bytes_per_turn_at']}"
-        )
-        if side["stopped_by"]:
-            print(f"  stopped by: {side['stopped_by']}")
-        if side["terminated_reason"]:
-            print(f"  terminated: {side['terminated_reason']}")
-    if result["comparison"]:
-        print(f"comparison: {result['comparison']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""What the side-by-side benchmark measures, the same way on both sides.
+"""What the side-by-side benchmarks measure, the same way on both sides.
 
 Imports only temporalio and ``bench.history``, so the official integration's separate
 environment runs it too. Per side: the latency of every turn as the caller sees it (one
@@ -46,15 +46,21 @@ def turn_id(n: int) -> str:
     return f"turn-{n:05d}"
 
 
-async def drive(send: SendTurn, turns: int, *, label: str) -> tuple[list[float], str | None, str]:
-    """Send turns 1..``turns`` one after another; stop at the first failure.
+async def drive(
+    send: SendTurn, turns: int, *, label: str, minutes: float | None = None
+) -> tuple[list[float], str | None, str]:
+    """Send turns 1..``turns`` one after another; stop at the first failure, or before a turn
+    that would start after ``minutes`` (a run cap for a side whose turns keep slowing).
 
-    Returns each turn's latency (seconds), the error that stopped the run (or None) and the
-    last reply."""
+    Returns each turn's latency (seconds), what stopped the run early (or None) and the last
+    reply."""
     latencies: list[float] = []
     last_reply = ""
     every = max(1, turns // 10)
+    cap_at = None if minutes is None else time.perf_counter() + minutes * 60
     for n in range(1, turns + 1):
+        if cap_at is not None and time.perf_counter() > cap_at:
+            return latencies, f"run cap: {minutes:g} minutes passed before turn {n}", last_reply
         started = time.perf_counter()
         try:
             last_reply = await asyncio.wait_for(
@@ -119,6 +125,51 @@ def latency_report(latencies: Sequence[float]) -> dict[str, Any]:
         "first_10_p50_ms": round(statistics.median(x * 1000 for x in latencies[:10]), 1),
         "last_10_p50_ms": round(statistics.median(x * 1000 for x in latencies[-10:]), 1),
     }
+
+
+def compare(sides: dict[str, Any]) -> dict[str, Any]:
+    """Both sides over the turns both completed: latency p50 and history per turn."""
+    official, statecore = sides["official"], sides["statecore"]
+    if "skipped" in official:
+        return {}
+    both = min(official["turns_done"], statecore["turns_done"])
+
+    def p50(side: dict[str, Any]) -> float | None:
+        seconds = [ms / 1000 for ms in side["latency_ms_series"][:both]]
+        return latency_report(seconds).get("p50_ms")
+
+    a_bytes = official["series"]["history_bytes_per_turn"]
+    b_bytes = statecore["series"]["history_bytes_per_turn"]
+    return {
+        "turns_both_completed": both,
+        "p50_ms_over_those_turns": {"official": p50(official), "statecore": p50(statecore)},
+        "official_to_statecore_history_bytes_per_turn_at": {
+            str(n): round(a_bytes[n - 1] / b_bytes[n - 1], 1)
+            for n in sorted({*CHECKPOINTS, both})
+            if n <= both and a_bytes[n - 1] and b_bytes[n - 1]
+        },
+    }
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    """Each side's turns, latency and history in a few lines, and the comparison."""
+    for name, side in result["sides"].items():
+        if "skipped" in side:
+            print(f"{name}: skipped ({side['skipped']})")
+            continue
+        print(
+            f"{name}: {side['turns_done']}/{side['turns_asked']} turns, status {side['status']}, "
+            f"p50 {side['latency'].get('p50_ms')} ms, history total "
+            f"{side['history_bytes_total']:,} B, per turn at "
+            f"{side['history_bytes_per_turn_at']}, largest activity input "
+            f"{side['largest_activity_input_bytes']:,} B"
+        )
+        if side["stopped_by"]:
+            print(f"  stopped by: {side['stopped_by']}")
+        if side["terminated_reason"]:
+            print(f"  terminated: {side['terminated_reason']}")
+    if result["comparison"]:
+        print(f"comparison: {result['comparison']}")
 
 
 async def _events(

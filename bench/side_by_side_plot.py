@@ -19,13 +19,21 @@ _COLORS = {"official": "tab:red", "statecore": "tab:blue"}
 _NAMES = {"official": "(a) temporalio-openai-agents", "statecore": "(b) statecore"}
 
 
-def plot_side_by_side(result: dict[str, Any], path: Path) -> None:
+def plot_side_by_side(
+    result: dict[str, Any],
+    path: Path,
+    *,
+    title: str = "OpenAI Agents side by side",
+    names: dict[str, str] | None = None,
+) -> None:
+    """The figure of ``result``; ``names`` labels the sides (official, statecore)."""
+    names = {**_NAMES, **(names or {})}
     fig, axes = plt.subplots(3, 1, figsize=(11, 13))
     per_turn, total, latency = axes
     for name, side in result["sides"].items():
         if "skipped" in side:
             continue
-        color, label = _COLORS[name], _NAMES[name]
+        color, label = _COLORS[name], names[name]
         series = side["series"]
         turns = range(1, len(series["history_bytes_per_turn"]) + 1)
         per_turn.plot(
@@ -65,7 +73,7 @@ def plot_side_by_side(result: dict[str, Any], path: Path) -> None:
         ax.legend(loc="upper left", fontsize=8)
     machine = result["machine"]
     fig.suptitle(
-        f"OpenAI Agents side by side ({result['mode']}) - {machine['cpu_count']} CPUs, "
+        f"{title} ({result['mode']}) - {machine['cpu_count']} CPUs, "
         f"temporalio {machine['temporalio']}, {machine['date'][:10]}"
     )
     fig.tight_layout(rect=(0, 0, 1, 0.97))

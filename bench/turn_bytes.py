@@ -4,6 +4,10 @@
     .venv/bin/python bench/turn_bytes.py --turns 100 --window 50   # smoke
     .venv/bin/python bench/turn_bytes.py --code /tmp/old       # another checkout's statecore
 
+With SQLite, the same conversation (user messages and the replies statecore stored) is then
+replayed through LangGraph's SqliteSaver and measured the same way (bench/turn_bytes_langgraph.py;
+``--langgraph-window 0`` skips it).
+
 A turn here is what an AgentSession turn writes, through the same activity: ``generate``
 with a commit (offline model), one user message in, the reply and the turn record out, on
 one session. After ``--turns`` turns the database is measured, ``--window`` more turns run,
@@ -42,6 +46,7 @@ from temporalio.testing import ActivityEnvironment  # noqa: E402
 
 import statecore  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
+from bench.turn_bytes_langgraph import measure_sqlite_saver  # noqa: E402
 from statecore.activities.resources import WorkerResources  # noqa: E402
 from statecore.activities.turns import TurnActivities  # noqa: E402
 from statecore.contract.activities import CommitTurnInput, GenerateInput  # noqa: E402
@@ -65,8 +70,9 @@ async def vacuum(url: str) -> None:
         await engine.dispose()
 
 
-async def table_bytes(url: str) -> dict[str, int]:
-    """Bytes on disk per statecore table, its indexes (and TOAST) included."""
+async def table_bytes(url: str, tables: tuple[str, ...] | None = None) -> dict[str, int]:
+    """Bytes on disk per table, its indexes (and TOAST) included: statecore's tables, or the
+    ones named in ``tables``."""
     engine = create_async_engine(url)
     try:
         async with engine.connect() as conn:
@@ -86,14 +92,25 @@ async def table_bytes(url: str) -> dict[str, int]:
                         "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
                     )
                 )
-            return {str(name): int(size) for name, size in rows if "statecore" in str(name)}
+            return {
+                str(name): int(size)
+                for name, size in rows
+                if (str(name) in tables if tables else "statecore" in str(name))
+            }
     finally:
         await engine.dispose()
 
 
 async def measure(
-    url: str, dialect: str, turns: int, window: int, vacuum_every: int
+    url: str,
+    dialect: str,
+    turns: int,
+    window: int,
+    vacuum_every: int,
+    conversation: list[tuple[str, str]],
 ) -> dict[str, Any]:
+    """Bytes per turn over ``window`` turns after ``turns``; every turn's (user text, reply
+    text) is appended to ``conversation``."""
     await upgrade_database(url)
     store = await SqlStateStore.connect(url)
     resources = WorkerResources(models={"default": OfflineModel()})
@@ -112,6 +129,7 @@ async def measure(
                 commit=CommitTurnInput(ref=REF, turn_id=turn_id, turn=n, messages=[user]),
             ),
         )
+        conversation.append((user.content, out.message.content))
         return len(user.content.encode()) + len(out.message.content.encode())
 
     try:
@@ -153,10 +171,20 @@ async def measure(
 async def run(a: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for dialect in a.db:
+        conversation: list[tuple[str, str]] = []
         if dialect == "sqlite":
             with tempfile.TemporaryDirectory(prefix="statecore-bytes-") as tmp:
                 url = f"sqlite+aiosqlite:///{tmp}/bytes.db"
-                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
+                results[dialect] = await measure(
+                    url, dialect, a.turns, a.window, a.vacuum_every, conversation
+                )
+            if a.langgraph_window:
+                # The same conversation under LangGraph's SqliteSaver, next to statecore's.
+                window = min(a.langgraph_window, a.window)
+                results["langgraph_sqlite"] = await measure_sqlite_saver(
+                    conversation, a.turns, window, table_bytes
+                )
+                print(json.dumps(results["langgraph_sqlite"], indent=2))
         else:
             reason = await server_down_reason(dialect)
             if reason is not None:
@@ -164,7 +192,9 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                 continue
             url = await create_database(dialect, "bytes")
             try:
-                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
+                results[dialect] = await measure(
+                    url, dialect, a.turns, a.window, a.vacuum_every, conversation
+                )
             finally:
                 await drop_database(url)
         print(json.dumps(results[dialect], indent=2))
@@ -177,6 +207,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--window", type=int, default=200, help="turns measured")
     p.add_argument("--db", nargs="+", default=["sqlite", "postgresql"])
     p.add_argument("--vacuum-every", type=int, default=25, help="PostgreSQL; 0: never")
+    p.add_argument(
+        "--langgraph-window",
+        type=int,
+        default=50,
+        help="turns measured for LangGraph's SqliteSaver on the same conversation; 0: skip",
+    )
     p.add_argument("--code", help="a checkout whose statecore to measure (default: this one)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "turn_bytes.json")
     a = p.parse_args(argv)

@@ -83,8 +83,11 @@ async def worker_process(
     code: Path = ROOT,
     log_dir: Path,
     ready_within: float = 90.0,
+    floor: bool = False,
 ) -> AsyncIterator[WorkerProcess]:
-    """``statecore worker`` (offline model) on a fresh task queue, stopped with SIGTERM."""
+    """``statecore worker`` (offline model) on a fresh task queue, stopped with SIGTERM.
+    With ``floor``, ``bench/floor_worker.py`` instead: the same process shape with nothing of
+    statecore in it (``database_url`` and ``code`` unused)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     log_path = log_dir / f"worker-{queue}.log"
     env = {
@@ -95,9 +98,12 @@ async def worker_process(
     }
     args = ["worker", "--address", address, "--task-queue", queue]
     args += ["--database-url", database_url, "--model", "offline"]
+    argv = [sys.executable, "-c", _LAUNCH, str(code), *args]
+    if floor:
+        argv = [sys.executable, str(ROOT / "bench" / "floor_worker.py"), address, queue]
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, str(code), *args],
+            argv,
             cwd=code,
             env=env,
             stdout=log,

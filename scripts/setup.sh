@@ -14,8 +14,9 @@ if [ ! -x .venv/bin/uv ]; then
 fi
 .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[${extras}]"
 # The test extra runs framework test suites against statecore (tests/integrations): fetch them
-# now. It also builds the separate environment of Temporal's official OpenAI Agents integration
-# (pinned; bench/official_venv.py), so the side-by-side smoke test never downloads.
+# now. It also builds the separate environments of Temporal's official OpenAI Agents and
+# LangGraph integrations (pinned; bench/official_venv.py), so the side-by-side smoke tests
+# never download.
 case ",${extras}," in
   *,test,*)
     bash scripts/vendor_tests.sh

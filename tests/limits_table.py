@@ -90,7 +90,8 @@ def rows() -> list[tuple[str, str, str, str]]:
             f"the model's window less min({MAX_REPLY_RESERVE:,}, a quarter) for the reply "
             f"(offline model: {context_budget(None, OfflineModel.context_window):,} tokens); "
             f"{DEFAULT_CONTEXT_BUDGET:,} for a model of unknown window",
-            "client (before sending, when it knows the budget), turn activity",
+            "client (before sending, when it knows the budget), update validator (before "
+            "acceptance, once the worker reported the budget), turn activity",
             "`ContextBudgetExceeded`",
         ),
         (

@@ -22,9 +22,11 @@ from statecore.contract.activities import (
     OpenSessionInput,
     SessionSnapshot,
 )
+from statecore.contract.session import TurnBudget
 from statecore.core import control_plane as control
 from statecore.core.change_records import record, session_event
 from statecore.core.compaction import CompactionRequest
+from statecore.core.errors import UnknownAgentError
 from statecore.core.models import StateOperationResult
 from statecore.core.turn_commit import snapshot
 from statecore.llm import ModelSummarizer
@@ -55,8 +57,24 @@ class ControlActivities:
         snap = await run_transaction(self._r.store, open_and_read)
         report = await control.describe(self._r.store, input.ref)
         return snap.model_copy(
-            update={"stores": [s.model_dump(mode="json") for s in report.stores]}
+            update={
+                "stores": [s.model_dump(mode="json") for s in report.stores],
+                "budget": self._budget(input),
+            }
         )
+
+    def _budget(self, input: OpenSessionInput) -> TurnBudget | None:
+        """The budget the session's turns get here, so its update validator can refuse a
+        message that can never fit from the first turn on. None when a framework agent
+        answers (it assembles its own context) or no such model is registered (the turn
+        then fails with UnknownAgent)."""
+        if self._r.agent_for(input.model, input.ref.agent_id) is not None:
+            return None
+        try:
+            model = self._r.model(input.model)
+        except UnknownAgentError:
+            return None
+        return self._r.turn_budget(model, input.profile)
 
     @activity.defn(name=ACT_DESCRIBE)
     @typed_errors

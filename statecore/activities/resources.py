@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from statecore.contract.session import TurnBudget
 from statecore.core.agent_turns import AgentTurnRunner
 from statecore.core.errors import StatecoreError, UnknownAgentError
+from statecore.core.model_windows import context_budget
+from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
 from statecore.llm import ChatModel
 from statecore.store.base import StateStore
@@ -52,3 +55,13 @@ class WorkerResources:
         if model in self.agents:
             return self.agents[model]
         return self.agents.get(agent_id) if model == "default" else None
+
+    def turn_budget(self, model: ChatModel, profile: SessionProfile) -> TurnBudget:
+        """The budget ``model``'s turns assemble their context within: the profile's
+        ``max_tokens``, else the model's window less the reply's room (a model client may
+        state its window as ``context_window``; one that does not gets the small default)."""
+        window = getattr(model, "context_window", None)
+        return TurnBudget(
+            max_tokens=context_budget(profile.max_tokens, window),
+            encoding=self.counter.encoding_name,
+        )

@@ -33,7 +33,6 @@ from statecore.contract.activities import (
 from statecore.core.agent_turns import AgentTurnRequest, AgentTurnRunner
 from statecore.core.context_window import AssembledContext, assemble_context
 from statecore.core.errors import ConflictError, InvalidInputError
-from statecore.core.model_windows import context_budget
 from statecore.core.models import KVEntry, Message
 from statecore.core.turn_commit import commit_turn, find_turn
 from statecore.llm import ModelRequest, ModelResponse
@@ -86,9 +85,9 @@ class TurnActivities:
                 "turn's committing model call (turn.respond())"
             )
         model = self._r.model(input.model) if runner is None else None
-        # A profile without max_tokens follows the model's window (a model client may state
-        # one as ``context_window``; one that does not gets the small default).
-        budget = context_budget(input.profile.max_tokens, getattr(model, "context_window", None))
+        # A profile without max_tokens follows the model's window. Reported with the answer,
+        # so the session's update validator refuses a message that can never fit.
+        budget = self._r.turn_budget(model, input.profile) if model is not None else None
 
         async def read_context(
             tx: StoreTransaction,
@@ -102,18 +101,17 @@ class TurnActivities:
                     return done, None
             if await tx.sessions.get(input.ref) is None:
                 return None, None
-            if not assemble:
+            if budget is None:  # a framework agent assembles its own context
                 return None, _NOT_ASSEMBLED
             context = await assemble_context(
                 tx,
                 input.ref,
                 pending,
-                max_tokens=budget,
+                max_tokens=budget.max_tokens,
                 counter=counter,
             )
             return None, context
 
-        assemble = runner is None
         done, assembled = await run_transaction(store, read_context, read_only=True)
         if done is None and assembled is None:
             # A turn-API workflow may start its first turn without opening the session.
@@ -145,6 +143,7 @@ class TurnActivities:
             usage=response.usage,
             context_tokens=context.tokens,
             finish_reason=response.finish_reason,
+            budget=budget,
         )
         if input.commit is None:
             return out

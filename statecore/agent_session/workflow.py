@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,6 +44,7 @@ from statecore.contract.session import (
     SA_STATUS,
     SA_TURN,
     SIGNAL_DESCRIPTIONS,
+    TURN_SEARCH_ATTRIBUTE_EVERY,
     UNKNOWN_SIGNAL_DESCRIPTION,
     UNKNOWN_UPDATE_DESCRIPTION,
     UPDATE_DESCRIPTIONS,
@@ -64,7 +65,13 @@ from statecore.contract.session import (
     TurnResult,
     unknown_operation_message,
 )
-from statecore.core.errors import StatecoreError, UnknownOperationError
+from statecore.core.errors import (
+    ContextBudgetError,
+    StatecoreError,
+    UnknownEncodingError,
+    UnknownOperationError,
+)
+from statecore.core.message_fit import check_message_fits, most_tokens
 from statecore.core.models import (
     SessionStatus,
     StateOperationResult,
@@ -82,6 +89,16 @@ PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
+#: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
+#: every TURN_SEARCH_ATTRIBUTE_EVERY-th do (status changes and new runs still write it).
+PATCH_SPARSE_TURN_ATTRIBUTE = "statecore-sparse-turn-search-attribute"
+
+#: Bytes of message text the send_message validator counts in tokens in one workflow task
+#: (two of the largest messages, well under a second). Counting runs inside the task, which
+#: the SDK fails when it does not yield within 2 s, and Temporal delivers up to 10 updates
+#: in one task; past this the validator admits, and the turn's model activity refuses a
+#: message that can never fit, by the same rule.
+MAX_COUNTED_BYTES_PER_TASK = 1024 * 1024
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
@@ -91,7 +108,13 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
 }
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
+# Outside the workflow sandbox: re-entering it cost every activation and every payload
+# conversion of a turn a compile and run of a code string, about 1 ms of worker CPU per turn
+# (bench/README.md, "Worker CPU per turn"). What the sandbox guards, determinism, is kept by
+# the import contracts (this module reaches only temporalio, pydantic and statecore's pure
+# modules; docs/architecture.md) and by replaying recorded histories (test_replay.py).
+# Workflows of your own that use the turn API run in your sandbox as before.
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentSession:
     # The input is taken raw (statecore.agent_session.identity): a start whose input is not a
     # session's, or whose id is not the one its input makes, fails the run at once instead of
@@ -122,6 +145,10 @@ class AgentSession:
         #: The status the next run starts in, kept while this one drains (pause and resume
         #: sent then apply to the next run).
         self._resume_status: SessionStatus = "active"
+        #: The workflow task (by its start time) whose validators last counted tokens, and
+        #: how many bytes they counted in it.
+        self._counted_in: datetime | None = None
+        self._counted_bytes = 0
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -134,7 +161,11 @@ class AgentSession:
             snapshot: SessionSnapshot = await self._session.run_sql(
                 ACT_OPEN_SESSION,
                 OpenSessionInput(
-                    ref=input.ref, system_prompt=input.system_prompt, ttl_seconds=input.ttl_seconds
+                    ref=input.ref,
+                    system_prompt=input.system_prompt,
+                    ttl_seconds=input.ttl_seconds,
+                    model=input.model,
+                    profile=input.profile,
                 ),
                 SessionSnapshot,
             )
@@ -247,6 +278,8 @@ class AgentSession:
                 out = await turn.respond()
             commit = out.commit
             assert commit is not None
+            if out.budget is not None:
+                self._cp.budget = out.budget  # the validator's budget from now on
             reply = ReplyMessage(
                 content=out.message.content,
                 tool_calls=[c.model_dump() for c in out.message.tool_calls],
@@ -303,7 +336,46 @@ class AgentSession:
             raise refusal(
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
-        self._parse_or_raise("send_message", SendMessageInput, payload)
+        message: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        self._check_fits_budget(message)
+
+    def _check_fits_budget(self, message: SendMessageInput) -> None:
+        """Refuse a message that can never fit the session's context budget before it is
+        accepted, so it never reaches history. The budget is the profile's ``max_tokens``,
+        else what the worker reported when it opened the session or answered a turn (its
+        model's window); until then (the first turn of an update-with-start) the turn's
+        model activity refuses such a message instead, by the same rule."""
+        learned = self._cp.budget
+        budget = self._input.profile.max_tokens or (learned.max_tokens if learned else None)
+        if budget is None:
+            return
+        turn_message = message.to_message()
+        if most_tokens(turn_message) <= budget:
+            return  # fits whatever its tokens: nothing to count
+        if not self._may_count(len(message.content.encode("utf-8"))):
+            return
+        try:
+            check_message_fits(
+                turn_message,
+                budget,
+                encoding=learned.encoding if learned else None,
+            )
+        except ContextBudgetError as err:
+            raise refusal(err.code, err.message) from None
+        except UnknownEncodingError:
+            return  # this worker cannot count as the reporting one did: the turn decides
+
+    def _may_count(self, size: int) -> bool:
+        """Whether the validators may count ``size`` more bytes of text in this workflow
+        task (MAX_COUNTED_BYTES_PER_TASK). The count is not history: validators never run
+        on replay, and what they decided is recorded as the updates' acceptance."""
+        task = workflow.now()
+        if task != self._counted_in:
+            self._counted_in, self._counted_bytes = task, 0
+        if self._counted_bytes + size > MAX_COUNTED_BYTES_PER_TASK:
+            return False
+        self._counted_bytes += size
+        return True
 
     def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp
@@ -317,7 +389,7 @@ class AgentSession:
             records = store.metadata.get("turn_records")
             if store.name == "conversation" and isinstance(records, int):
                 store.metadata["turn_records"] = records + 1
-        self._sync_search_attributes()
+        self._sync_search_attributes(after_turn=True)
 
     def _needs_summary(self) -> bool:
         return (
@@ -575,6 +647,8 @@ class AgentSession:
         cp.take_counters(snap)
         cp.usage = snap.usage
         cp.active_step = snap.active_step
+        if snap.budget is not None:
+            cp.budget = snap.budget
         self._session.turn_number = cp.turn
         if snap.stores:
             self._stores = [StateStoreReport.model_validate(s) for s in snap.stores]
@@ -620,8 +694,10 @@ class AgentSession:
             rejections=list(self._rejections),
         )
 
-    def _sync_search_attributes(self) -> None:
-        """Upsert only what changed: every upsert is a history event."""
+    def _sync_search_attributes(self, *, after_turn: bool = False) -> None:
+        """Upsert only what changed: every upsert is a history event. A turn alone moves
+        StatecoreTurn only on the session's first turn and every TURN_SEARCH_ATTRIBUTE_EVERY
+        turns; any other change writes the exact turn along with it."""
         wanted: dict[str, Any] = {
             SA_SESSION_ID: self._input.session_id,
             SA_AGENT_ID: self._input.agent_id,
@@ -634,14 +710,27 @@ class AgentSession:
                 value = current.get(key)
                 if value is not None:
                     self._sa[name] = value
+        names = [name for name, value in wanted.items() if self._sa.get(name) != value]
+        # The patch is asked last: its marker is written only by a turn that skips its upsert.
+        if (
+            after_turn
+            and names == [SA_TURN]
+            and not self._turn_attribute_due()
+            and workflow.patched(PATCH_SPARSE_TURN_ATTRIBUTE)
+        ):
+            return
         changed: list[SearchAttributeUpdate[Any]] = [
-            _SA_KEYS[name].value_set(value)
-            for name, value in wanted.items()
-            if self._sa.get(name) != value
+            _SA_KEYS[name].value_set(wanted[name]) for name in names
         ]
         if changed:
             workflow.upsert_search_attributes(changed)
             self._sa.update(wanted)
+
+    def _turn_attribute_due(self) -> bool:
+        """Whether a committed turn writes StatecoreTurn: a session's first, so that
+        ``StatecoreTurn > 0`` finds every session that has talked, and every
+        TURN_SEARCH_ATTRIBUTE_EVERY-th."""
+        return not self._sa.get(SA_TURN) or self._cp.turn % TURN_SEARCH_ATTRIBUTE_EVERY == 0
 
     def _show(self) -> None:
         """A short markdown status for the Temporal UI (costs no history)."""

@@ -1,8 +1,11 @@
 """``statecore sessions list``: sessions found through Temporal visibility.
 
-The AgentSession workflow keeps the search attributes StatecoreAgentId, StatecoreSessionId,
-StatecoreStatus and StatecoreTurn current, so listing needs neither a worker nor the database.
-Visibility is eventually consistent: a change shows up here within about a second.
+The AgentSession workflow keeps the search attributes StatecoreAgentId, StatecoreSessionId and
+StatecoreStatus current, so listing needs neither a worker nor the database. StatecoreTurn is
+the turn as of its last upsert: exact after a status change or a new run, otherwise written
+on the first turn and every TURN_SEARCH_ATTRIBUTE_EVERY turns (the exact turn would cost a
+query per session, answered by a worker). Visibility is eventually consistent: a change shows
+up here within about a second.
 """
 
 from __future__ import annotations

@@ -73,6 +73,15 @@ def add_global_options(
         "sent (default 2 MiB, Temporal's own)",
     )
     group.add_argument(
+        "--context-window",
+        type=shared.flag_type(_tokens),
+        default=default(None),
+        metavar="TOKENS",
+        help="the context window of the workers' model: a message that can never fit the "
+        "session's context budget is refused before it is sent (without it, the session "
+        "refuses it before accepting it)",
+    )
+    group.add_argument(
         "--json", action="store_true", default=default(False), help="machine-readable output"
     )
     group.add_argument(
@@ -100,6 +109,16 @@ def _payload_bytes(text: str) -> int:
     return size
 
 
+def _tokens(text: str) -> int:
+    try:
+        tokens = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number of tokens") from None
+    if tokens < 1:
+        raise ValueError(f"{text} must be 1 token or more")
+    return tokens
+
+
 @dataclass
 class Settings:
     """The global options of one invocation, with the environment applied."""
@@ -111,6 +130,7 @@ class Settings:
     encryption_keys: str | None
     timeout: float
     payload_limit: int | None
+    context_window: int | None
     json: bool
     debug: bool
     env: Environment
@@ -131,6 +151,7 @@ class Settings:
             encryption_keys=shared.encryption_keys(args, env),
             timeout=args.timeout,
             payload_limit=args.payload_limit,
+            context_window=args.context_window,
             json=args.json,
             debug=args.debug,
             env=env,
@@ -191,6 +212,8 @@ class Settings:
             options["retry_for"] = retry_for
         if self.payload_limit is not None:
             options["payload_limit_bytes"] = self.payload_limit
+        if self.context_window is not None:
+            options["context_window"] = self.context_window
         return AgentSessionClient(
             client, task_queue=self.task_queue, namespace=self.tenant, **options
         )
@@ -232,4 +255,3 @@ class Settings:
             yield store
         finally:
             await store.close()
-

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
-from statecore.contract.session import CompactInput, LogCounters
+from statecore.contract.session import CompactInput, LogCounters, TurnBudget
 from statecore.contract.shares import ShareChanges
 from statecore.core.errors import InvalidInputError
 from statecore.core.models import (
@@ -50,6 +50,9 @@ class OpenSessionInput(StatecoreModel):
     ref: SessionRef
     system_prompt: str | None = None
     ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS
+    #: The session's model and profile, so the worker can report the turns' context budget.
+    model: str = "default"
+    profile: SessionProfile = Field(default_factory=SessionProfile)
 
 
 class SessionSnapshot(LogCounters):
@@ -60,6 +63,9 @@ class SessionSnapshot(LogCounters):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     active_step: str | None = None
     stores: list[Any] = Field(default_factory=list)
+    #: The context budget the session's turns get on this worker (None: a framework agent
+    #: answers them, or the worker has no such model).
+    budget: TurnBudget | None = None
 
 
 class KVOp(StatecoreModel):
@@ -166,6 +172,8 @@ class GenerateResult(StatecoreModel):
     context_tokens: int = 0
     finish_reason: str = "stop"
     commit: CommitTurnResult | None = None
+    #: The budget the context was assembled within (None when a framework agent answered).
+    budget: TurnBudget | None = None
 
 
 class ReadKVInput(StatecoreModel):

@@ -60,6 +60,12 @@ SA_SESSION_ID = "StatecoreSessionId"
 SA_AGENT_ID = "StatecoreAgentId"
 SA_STATUS = "StatecoreStatus"
 SA_TURN = "StatecoreTurn"
+#: ``StatecoreTurn`` moves with a session's first turn and then every this many turns; every
+#: other change (status, a new run, a reset) writes the exact turn with it. An upsert is a
+#: history event and a visibility write per turn; at 10 a filter such as ``StatecoreTurn > 100``
+#: is off by at most 9 turns, and the 1,000-turn run length is a multiple of it. The exact turn
+#: is always in the ``describe`` query and the session's current details.
+TURN_SEARCH_ATTRIBUTE_EVERY = 10
 SEARCH_ATTRIBUTES: dict[str, str] = {
     SA_SESSION_ID: "Keyword",
     SA_AGENT_ID: "Keyword",
@@ -107,6 +113,15 @@ class LogCounters(StatecoreModel):
             setattr(self, name, getattr(source, name))
 
 
+class TurnBudget(StatecoreModel):
+    """The context budget the worker applies to a session's turns and the tokenizer it
+    counts with, as its activities report them: what lets the session's update validator
+    refuse a message that can never fit before accepting it."""
+
+    max_tokens: int = Field(ge=1)
+    encoding: str
+
+
 class TurnCheckpoint(LogCounters):
     """The small, bounded state a session workflow holds. Never the transcript."""
 
@@ -119,6 +134,9 @@ class TurnCheckpoint(LogCounters):
     compactions: int = 0
     runs: int = 1
     last_operation: str | None = None
+    #: The budget the worker last reported (at the session's open and with each answered
+    #: turn); None until then, and for sessions a framework agent answers.
+    budget: TurnBudget | None = None
 
 
 class Rejection(StatecoreModel):

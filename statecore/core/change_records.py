@@ -24,22 +24,27 @@ async def record(tx: StoreTransaction, namespace: str, events: Sequence[NewEvent
 def turn_events(
     commit: CommitTurnInput, stored: Sequence[StoredMessage], state_version: int | None
 ) -> list[NewEvent]:
-    """The events of one committed turn: one per kind of change it made."""
+    """The events of one committed turn: one per kind of change it made.
+
+    The model call's token usage rides on the ``messages`` event (as ``usage_tokens``) when
+    the turn stored messages, so a plain chat turn writes one event, not two: every event is
+    a row with its indexes, and the feed is part of each turn's SQL bytes. An
+    ``orchestration`` event is then written only when the step or tools moved (or when a
+    turn used tokens but stored no message)."""
     ref, turn_id = commit.ref, commit.turn_id
+    usage_tokens = commit.usage.total_tokens
     out: list[NewEvent] = []
     if stored:
-        out.append(
-            NewEvent.of(
-                "messages",
-                ref,
-                turn_id=turn_id,
-                first_seq=stored[0].seq,
-                last_seq=stored[-1].seq,
-                count=len(stored),
-                tokens=sum(m.tokens for m in stored),
-                bytes=sum(len(m.content.encode("utf-8")) for m in stored),
-            )
-        )
+        detail: dict[str, int] = {
+            "first_seq": stored[0].seq,
+            "last_seq": stored[-1].seq,
+            "count": len(stored),
+            "tokens": sum(m.tokens for m in stored),
+            "bytes": sum(len(m.content.encode("utf-8")) for m in stored),
+        }
+        if usage_tokens:
+            detail["usage_tokens"] = usage_tokens
+        out.append(NewEvent.of("messages", ref, turn_id=turn_id, **detail))
     if commit.kv:
         out.append(
             NewEvent.of(
@@ -78,13 +83,13 @@ def turn_events(
     moved = orch is not None and bool(
         orch.set_active_step or orch.used_tools or orch.advance_sequence
     )
-    if moved or commit.usage.total_tokens:
+    if moved or (usage_tokens and not stored):
         out.append(
             NewEvent.of(
                 "orchestration",
                 ref,
                 turn_id=turn_id,
-                tokens=commit.usage.total_tokens,
+                tokens=usage_tokens,
                 tools=len(orch.used_tools) if orch else 0,
             )
         )

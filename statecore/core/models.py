@@ -26,6 +26,7 @@ from statecore.core.errors import (
     EmptyContentError,
     InvalidIdentifierError,
     InvalidInputError,
+    StatecoreError,
 )
 
 # Re-exported: the identifier rules live in statecore.core.identifiers, one per kind.
@@ -94,18 +95,44 @@ def validate_text(value: str, what: str = "content", *, allow_empty: bool = True
         raise EmptyContentError(f"{what} is empty; send some text")
     if "\x00" in value:
         raise InvalidInputError(f"{what} contains a NUL byte; strip it before sending")
+    check_message_size(value, what)
+    return value
+
+
+def check_message_size(text: str, what: str, *, measured_as: str = "") -> int:
+    """The UTF-8 size of ``text``, or a typed error if it holds a lone surrogate or is over the
+    message limit. ``measured_as`` says what was measured (" as JSON") in the error."""
+    return check_utf8_size(
+        text,
+        what,
+        limit=MAX_MESSAGE_BYTES,
+        measured_as=measured_as,
+        advice="Store large documents in KV or scoped state and send a reference",
+    )
+
+
+def check_utf8_size(
+    text: str,
+    what: str,
+    *,
+    limit: int,
+    advice: str,
+    measured_as: str = "",
+    too_large: type[StatecoreError] = ContentTooLargeError,
+) -> int:
+    """The UTF-8 size of ``text``; ``InvalidInputError`` for a lone surrogate (which has no
+    UTF-8 form) and ``too_large`` (with size, limit and ``advice``) over ``limit`` bytes."""
     try:
-        size = len(value.encode("utf-8"))
+        size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidInputError(f"{what} is not valid UTF-8 (lone surrogate)") from exc
-    if size > MAX_MESSAGE_BYTES:
-        raise ContentTooLargeError(
-            f"{what} is {size} bytes; the limit is {MAX_MESSAGE_BYTES}. Store large documents "
-            "in KV or scoped state and send a reference",
+    if size > limit:
+        raise too_large(
+            f"{what} is {size} bytes{measured_as}; the limit is {limit}. {advice}",
             size=size,
-            limit=MAX_MESSAGE_BYTES,
+            limit=limit,
         )
-    return value
+    return size
 
 
 class StatecoreModel(BaseModel):

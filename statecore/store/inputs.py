@@ -39,6 +39,7 @@ from statecore.core.models import (
     SessionRef,
     StoredMessage,
     Summary,
+    check_utf8_size,
     reject_nul,
     validate_identifier,
     validate_key,
@@ -188,17 +189,14 @@ def encode_json(
     # After dumps, which has ruled out reference cycles the walk could not leave. (U+0000:
     # one rule everywhere, the same the request models apply before a turn starts.)
     reject_nul(value, what)
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{what} is not valid UTF-8 (lone surrogate)") from exc
-    if size > limit:
-        raise too_large(
-            f"{what} is {size} bytes serialised as JSON; the limit is {limit}. Store large "
-            "data elsewhere and keep a reference",
-            size=size,
-            limit=limit,
-        )
+    check_utf8_size(
+        text,
+        what,
+        limit=limit,
+        measured_as=" serialised as JSON",
+        too_large=too_large,
+        advice="Store large data elsewhere and keep a reference",
+    )
     return text
 
 

@@ -52,7 +52,6 @@ from statecore.contract.session import (
 )
 from statecore.core.errors import (
     ERRORS_BY_CODE,
-    ContextBudgetError,
     InvalidInputError,
     InvalidLimitError,
     PayloadTooLargeError,
@@ -154,17 +153,9 @@ class AgentSessionClient:
         if profile.max_tokens is None and self.context_window is None:
             return
         budget = context_budget(profile.max_tokens, self.context_window)
-        from statecore.core.tokens import TokenCounter  # tiktoken: loaded only when needed
+        from statecore.core.message_fit import check_message_fits  # tiktoken: only when needed
 
-        needed = TokenCounter().count_messages([message.to_message()])
-        if needed > budget:
-            raise ContextBudgetError(
-                f"the message needs {needed} tokens and the session's context budget is "
-                f"{budget}: it can never fit. Shorten it, raise profile.max_tokens, or store "
-                "the text in KV or scoped state and send a reference",
-                needed=needed,
-                max_tokens=budget,
-            )
+        check_message_fits(message.to_message(), budget)
 
     async def check_payloads(self, what: str, *values: Any) -> None:
         """Raise PayloadTooLargeError if ``values``, encoded as this client sends them (data

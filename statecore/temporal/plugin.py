@@ -54,6 +54,10 @@ SANDBOX_PASSTHROUGH = (
     "statecore.core.errors",
     "statecore.core.profile",
     "statecore.contract",
+    # The session's update validator counts a message's tokens with the activities' own
+    # tokenizer (one rule, one loaded encoding); tiktoken is a pure function of its input.
+    "statecore.core.tokens",
+    "statecore.core.message_fit",
 )
 
 

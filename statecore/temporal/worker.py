@@ -8,6 +8,7 @@ module reads the environment.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Mapping
@@ -39,7 +40,6 @@ log = logging.getLogger("statecore.worker")
 
 #: The signals that stop a worker run by ``run_worker``.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
 
 
 @dataclass
@@ -276,6 +276,11 @@ async def poll_until_stopped(
             run.result()  # the store could not be opened: its error
             return
         polling.set()
+        # What start-up built (modules, classes, the store's schema and caches) lives as long
+        # as the process; frozen, it is left out of the cyclic collector's full passes, each
+        # of which walked every object of it (~0.5 ms of CPU per turn, amortised).
+        gc.collect()
+        gc.freeze()
         if ready_note:
             log.info("%s", ready_note)
         stopping = asyncio.create_task(stop.wait())

@@ -82,6 +82,12 @@ _add(
         "ContentTooLarge",
     ),
     _send(
+        "send-never-fits-budget",
+        "content of 130,000 tokens, over the offline model's budget of 123,904",
+        as_json({"turn_id": "x", "content": "é" * 130_000}),
+        "ContextBudgetExceeded",
+    ),
+    _send(
         "send-name-nul",
         "`name` with a NUL character",
         as_json({"turn_id": "x", "content": "hi", "name": "a\x00b"}),

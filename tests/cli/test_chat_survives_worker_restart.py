@@ -14,7 +14,7 @@ import pytest
 from statecore.temporal.devserver import DevServer
 from tests.cli.conftest import STATECORE, cli_environment
 from tests.dbs import fresh_database
-from tests.temporal.test_durability import (
+from tests.temporal.worker_kill import (
     ROOT,
     assert_exactly_once,
     sql_messages,

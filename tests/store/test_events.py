@@ -10,12 +10,12 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.contract.activities import CommitTurnInput, FlowOp, KVOp, StateOp
+from statecore.contract.activities import CommitTurnInput, FlowOp, KVOp, OrchestrationOp, StateOp
 from statecore.core.change_events import ChangeEvent
 from statecore.core.compaction import CompactionRequest
 from statecore.core.control_plane import compact, reset
 from statecore.core.errors import InvalidLimitError
-from statecore.core.models import Message, SessionRef
+from statecore.core.models import Message, SessionRef, TokenUsage
 from statecore.core.tokens import TokenCounter
 from statecore.core.turn_commit import commit_turn
 from statecore.store import StateStore
@@ -64,6 +64,33 @@ async def test_a_turn_records_one_event_per_kind_of_change_without_content(
     await _commit(store, _turn(ref, 1))
     async with store.transaction(read_only=True) as tx:
         assert await tx.events.last_seq(ref.namespace) == 4
+
+
+async def test_a_chat_turn_writes_one_event_carrying_its_usage(
+    store: StateStore, ref: SessionRef
+) -> None:
+    """A model turn's usage rides on its ``messages`` event; ``orchestration`` appears only
+    when the step or tools moved, or when tokens were used with no message stored."""
+    usage = TokenUsage(prompt_tokens=30, completion_tokens=12)
+    await _commit(store, _turn(ref, 1, usage=usage))
+    await _commit(
+        store,
+        _turn(ref, 2, usage=usage, orchestration=OrchestrationOp(used_tools=["search"])),
+    )
+    await _commit(
+        store,
+        _turn(ref, 3, usage=usage).model_copy(update={"messages": []}),
+    )
+    events = await read_events(store, ref.namespace)
+    assert [(e.turn_id, e.kind) for e in events] == [
+        ("t1", "messages"),
+        ("t2", "messages"),
+        ("t2", "orchestration"),
+        ("t3", "orchestration"),
+    ]
+    assert events[0].detail["usage_tokens"] == 42
+    assert events[2].detail == {"tokens": 42, "tools": 1}
+    assert events[3].detail["tokens"] == 42
 
 
 async def test_a_rolled_back_change_records_nothing_and_takes_no_number(

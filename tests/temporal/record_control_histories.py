@@ -1,13 +1,15 @@
 """Record AgentSession histories of the control paths guarded by workflow.patched.
 
-    .venv/bin/python -m tests.temporal.record_control_histories [PREFIX]
+    .venv/bin/python -m tests.temporal.record_control_histories [PREFIX [SCENARIO ...]]
 
 Scenarios: a reset signal that names nothing, pause and close sent while a run drains for
-continue-as-new, a cancellation request, and a start under another session's id. Run by the
+continue-as-new, a cancellation request, a start under another session's id, and turns past
+the StatecoreTurn interval across a continue-as-new (all of them unless named). Run by the
 current code they record the patched behaviour (files ``control-<scenario>-run<N>.json``);
 run from a checkout of the code before the patches with PREFIX ``legacy`` they record the
 old behaviour, which the current code must still replay (tests/temporal/test_replay.py).
-Only the temporalio and statecore names both versions share are used here.
+Only the temporalio and statecore names both versions share are used here (and in
+tests/temporal/gated_model.py, which an older checkout needs beside this file).
 """
 
 from __future__ import annotations
@@ -21,34 +23,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.llm.offline import OfflineModel
 from statecore.temporal.client import AgentSessionClient
 from statecore.temporal.devserver import start_dev_server
 from statecore.temporal.plugin import StatecorePlugin
+from tests.temporal.gated_model import GATE_TIMEOUT_S, ONE_TURN_PER_RUN, GatedModel
 from tests.temporal.record_histories import write_runs
 
 QUEUE = "record-control-histories"
-ONE_TURN_PER_RUN = {"max_turns_per_run": 1}
-GATE_TIMEOUT_S = 20
-
-
-class GatedModel:
-    """The offline model, answering only once the gate is open."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        self._inner = OfflineModel()
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.entered = asyncio.Event()
-
-    async def complete(self, request: Any) -> Any:
-        self.entered.set()
-        await asyncio.wait_for(self.gate.wait(), timeout=GATE_TIMEOUT_S)
-        return await self._inner.complete(request)
-
-
 MODEL = GatedModel()
 
 
@@ -109,16 +90,29 @@ async def misnamed(sc: AgentSessionClient) -> None:
         await sc.client.get_workflow_handle(sc.workflow_id("agent", "misnamed")).signal("close", {})
 
 
+async def sparse_turns(sc: AgentSessionClient) -> None:
+    # Twelve turns over two runs (a run holds eleven), then a pause, a resume and a close:
+    # turn upserts, skipped ones and the exact turn at a new run and a status change.
+    for n in range(1, 13):
+        await sc.send("agent", "sparse-turns", f"m{n}", turn_id=f"p{n}", max_turns_per_run=11)
+    await sc.pause("agent", "sparse-turns", "audit")
+    await _settled()
+    await sc.resume("agent", "sparse-turns")
+    await _settled()
+    await sc.close("agent", "sparse-turns")
+
+
 SCENARIOS: dict[str, Callable[[AgentSessionClient], Awaitable[None]]] = {
     "reset-empty": reset_empty,
     "drain-pause": drain_pause,
     "drain-close": drain_close,
     "cancelled": cancelled,
     "misnamed": misnamed,
+    "sparse-turns": sparse_turns,
 }
 
 
-async def record(prefix: str) -> None:
+async def record(prefix: str, names: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = await start_dev_server()
         try:
@@ -128,8 +122,8 @@ async def record(prefix: str) -> None:
             client = await Client.connect(server.address, plugins=[plugin])
             async with Worker(client, task_queue=QUEUE):
                 sc = AgentSessionClient(client, task_queue=QUEUE)
-                for name, scenario in SCENARIOS.items():
-                    await scenario(sc)
+                for name in names:
+                    await SCENARIOS[name](sc)
                     handle = sc.handle("agent", name)
                     try:
                         await asyncio.wait_for(handle.result(), timeout=30)
@@ -141,4 +135,6 @@ async def record(prefix: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(record(sys.argv[1] if len(sys.argv) > 1 else "control"))
+    asyncio.run(
+        record(sys.argv[1] if len(sys.argv) > 1 else "control", sys.argv[2:] or list(SCENARIOS))
+    )

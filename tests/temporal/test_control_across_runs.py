@@ -16,33 +16,11 @@ from dataclasses import dataclass
 import pytest
 
 from statecore.core.errors import SessionPausedError
-from statecore.llm.base import ModelRequest, ModelResponse
-from statecore.llm.offline import OfflineModel
 from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
+from tests.temporal.gated_model import GATE_TIMEOUT_S, ONE_TURN_PER_RUN, GatedModel
 from tests.temporal.test_operators import signal, wait_for
-
-#: Longest a turn waits at the gate: a test that forgets to open it fails instead of hanging.
-GATE_TIMEOUT_S = 20
-ONE_TURN_PER_RUN = {"max_turns_per_run": 1}
-
-
-class GatedModel:
-    """The offline model, answering only once the gate is open."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        self._inner = OfflineModel()
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.entered = asyncio.Event()
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.entered.set()
-        await asyncio.wait_for(self.gate.wait(), timeout=GATE_TIMEOUT_S)
-        return await self._inner.complete(request)
 
 
 @dataclass

@@ -6,8 +6,6 @@ import asyncio
 import logging
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -15,32 +13,16 @@ from typing import Any
 
 import pytest
 
-from statecore.core.models import SessionRef
-from statecore.store import open_store
 from statecore.temporal.devserver import DevServer, start_dev_server
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-async def sql_messages(url: str, agent: str, session: str) -> list:
-    store = await open_store(url)
-    try:
-        async with store.transaction() as tx:
-            return await tx.conversation.messages(SessionRef(agent_id=agent, session_id=session))
-    finally:
-        await store.close()
-
-
-def assert_exactly_once(rows: list, turn_ids: list[str]) -> None:
-    """Every turn stored exactly once, in one contiguous user/assistant pair, in seq order."""
-    assert [m.seq for m in rows] == list(range(1, len(rows) + 1))
-    assert len(rows) == 2 * len(turn_ids)
-    pairs = list(zip(rows[0::2], rows[1::2], strict=True))
-    assert all(u.role == "user" and a.role == "assistant" for u, a in pairs)
-    assert all(u.turn_id == a.turn_id for u, a in pairs)
-    assert sorted(u.turn_id for u, _ in pairs) == sorted(turn_ids)
+from tests.temporal.worker_kill import (
+    assert_exactly_once,
+    kill_all,
+    sql_messages,
+    start_worker,
+    wait_for_file,
+)
 
 
 @pytest.fixture(scope="module")
@@ -221,34 +203,6 @@ async def test_migrate_moves_the_session_to_another_task_queue(dev_server: DevSe
             )
 
 
-def start_worker(
-    address: str, queue: str, url: str, markers: Path, delay: float
-) -> subprocess.Popen:
-    (markers / "worker-ready").unlink(missing_ok=True)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.temporal.worker_process",
-            address,
-            queue,
-            url,
-            str(markers),
-            str(delay),
-        ],
-        cwd=ROOT,
-        start_new_session=True,
-    )
-
-
-async def wait_for_file(path: Path, *, lines: int = 1, within: float = 30.0) -> None:
-    for _ in range(int(within * 10)):
-        if path.exists() and len(path.read_text().splitlines()) >= lines:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{path} did not reach {lines} line(s) in {within}s")
-
-
 async def test_worker_killed_mid_turn_the_turn_completes_once(
     env: Env, dev_server: DevServer, tmp_path: Path
 ) -> None:
@@ -275,10 +229,7 @@ async def test_worker_killed_mid_turn_the_turn_completes_once(
         after = await sessions.send(env.agent, "kill", "third", turn_id="k3")
         assert after.turn == 3
     finally:
-        for proc in (worker, replacement):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        kill_all(worker, replacement)
 
 
 async def test_idle_session_closes_after_ttl_and_reopens_from_sql(env: Env) -> None:

@@ -16,7 +16,6 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -32,7 +31,16 @@ from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.langgraph_graphs import build_graph
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.test_durability import ROOT, sql_messages, wait_for_file
+from tests.temporal.worker_kill import (
+    ROOT,
+    history_size_and_mentions,
+    kill_all,
+    session_status,
+    sql_messages,
+    start_worker_process,
+    until_status,
+    wait_for_file,
+)
 from tests.worker_cli import base_env
 
 
@@ -181,11 +189,11 @@ async def test_the_operator_contract_on_a_graph_session(graph_env: GraphEnv) -> 
     s = g.sessions
     await s.send(g.name, "s6", "weather in Quito", turn_id="o1")
     await s.pause(g.name, "s6", "maintenance")
-    await _until(lambda: _status(s, g.name, "s6"), "paused")
+    await until_status(lambda: session_status(s, g.name, "s6"), "paused")
     with pytest.raises(SessionPausedError):
         await s.send(g.name, "s6", "hello", turn_id="o2")
     await s.resume(g.name, "s6")
-    await _until(lambda: _status(s, g.name, "s6"), "active")
+    await until_status(lambda: session_status(s, g.name, "s6"), "active")
     report = await s.describe(g.name, "s6")
     conversation = report.store("conversation")
     assert conversation is not None and conversation.items == 4
@@ -208,10 +216,9 @@ async def test_history_bytes_per_graph_turn_stay_flat(graph_env: GraphEnv) -> No
     sizes, marker_counts = [], []
     for n in range(1, 21):
         await g.sessions.send(g.name, "flat", f"weather in City{n:02d}", turn_id=f"f{n:02d}")
-        history = await handle.fetch_history()
-        events = [e.SerializeToString() for e in history.events]
-        sizes.append(sum(len(e) for e in events))
-        marker_counts.append(b"".join(events).count(b"sunny in City01"))
+        size, mentions = await history_size_and_mentions(handle, b"sunny in City01")
+        sizes.append(size)
+        marker_counts.append(mentions)
     per_turn = {n: sizes[n - 1] - sizes[n - 2] for n in (3, 20)}
     # Only counters grow (event ids, the turn number gain a digit or a varint byte); a turn
     # that carried the thread's earlier messages would add hundreds of bytes per turn.
@@ -221,37 +228,11 @@ async def test_history_bytes_per_graph_turn_stay_flat(graph_env: GraphEnv) -> No
     assert len(await g.log("flat")) == 80
 
 
-async def _status(sessions: Any, agent: str, session: str) -> str:
-    report = await sessions.describe(agent, session)
-    return str(report.checkpoint.status)
-
-
-async def _until(read: Any, expected: str, within: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while (got := await read()) != expected:
-        assert loop.time() < deadline, f"status still {got!r}, waited {within}s for {expected!r}"
-        await asyncio.sleep(0.1)
-
-
 def start_graph_worker(
     address: str, queue: str, url: str, markers: Path, delay: float, name: str
 ) -> subprocess.Popen[bytes]:
-    (markers / "worker-ready").unlink(missing_ok=True)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.temporal.graph_worker_process",
-            address,
-            queue,
-            url,
-            str(markers),
-            str(delay),
-            name,
-        ],
-        cwd=ROOT,
-        start_new_session=True,
+    return start_worker_process(
+        "tests.temporal.graph_worker_process", address, queue, url, markers, delay, name
     )
 
 
@@ -299,10 +280,7 @@ async def test_worker_killed_mid_graph_resumes_from_the_last_checkpoint(
         assert again.reply.content == second.reply.content
         assert len(calls.read_text().splitlines()) == 5
     finally:
-        for proc in (worker, replacement):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        kill_all(worker, replacement)
 
 
 async def test_the_docs_graph_program_prints_what_the_doc_says(

@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.client import (
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import RawValue, WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
+from statecore.contract.session import WORKFLOW_TYPE, TurnResult
 from statecore.core.errors import (
     ContentTooLargeError,
     ContextBudgetError,
@@ -20,7 +30,10 @@ from statecore.core.errors import (
     StateTooLargeError,
 )
 from statecore.core.identifiers import MAX_ID_LENGTH
-from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, SessionRef
+from statecore.core.model_windows import context_budget
+from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Message, SessionRef
+from statecore.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from statecore.llm import OfflineModel
 from statecore.store import open_store
 from statecore.store.inputs import encode_state
 from statecore.temporal.devserver import DevServer
@@ -168,6 +181,36 @@ async def test_a_raw_update_over_temporals_limit_leaves_the_session_answering(
     assert result.turn == 2
 
 
+async def test_a_raw_update_over_temporals_limit_never_ends_a_starting_session(env: Env) -> None:
+    # Sent with the session's start, the update reaches the worker in the run's first workflow
+    # task, an ordinary one (not one the server may drop). The worker's own payload check
+    # must stay on: it fails that task, which Temporal retries without the update. With
+    # Worker(disable_payload_error_limit=True) the refusal, which repeats the 2.5 MiB
+    # request, reaches the server, and the server terminates the workflow for it.
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-start")
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        WORKFLOW_TYPE,
+        env.sessions.session_input(env.agent, "raw-start"),
+        id=workflow_id,
+        task_queue=env.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    request = {"turn_id": "big", "content": "z" * (5 * 1024 * 1024 // 2)}
+    big = RawValue(Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(request).encode()))
+    with pytest.raises((RPCError, WorkflowUpdateFailedError)):
+        async with asyncio.timeout(120):
+            await env.client.execute_update_with_start_workflow(
+                "send_message", big, start_workflow_operation=start
+            )
+    run_id = (await env.client.get_workflow_handle(workflow_id).describe()).run_id
+    async with asyncio.timeout(120):
+        result = await env.sessions.send(env.agent, "raw-start", "after", turn_id="after")
+    assert result.turn == 1
+    description = await env.client.get_workflow_handle(workflow_id).describe()
+    assert description.status == WorkflowExecutionStatus.RUNNING
+    assert description.run_id == run_id
+
+
 # --- every value the store accepts, a turn can read back --------------------------------------
 
 
@@ -243,3 +286,102 @@ async def test_a_message_that_can_never_fit_is_refused_before_sending(env: Env) 
     async with asyncio.timeout(AT_ONCE):
         result = await env.sessions.send(env.agent, "budget", "still here", turn_id="second")
     assert result.turn == 2
+
+
+#: The offline model's budget for a profile without max_tokens: 128,000 less 4,096.
+OFFLINE_BUDGET = context_budget(None, OfflineModel.context_window)
+
+
+def _exactly(tokens: int) -> str:
+    """Content whose message, primed, needs ``tokens`` tokens: "é" is one token of two bytes
+    in cl100k_base, so its byte length is over the budget and the validator counts it."""
+    content = "é" * (tokens - REPLY_PRIMING - MESSAGE_OVERHEAD)
+    assert TokenCounter().count_messages([Message(role="user", content=content)]) == tokens
+    return content
+
+
+async def _raw_send(env: Env, workflow_id: str, turn_id: str, content: str) -> Any:
+    """A turn sent with the bare Temporal client: no statecore check before sending."""
+    handle = env.client.get_workflow_handle(workflow_id)
+    return await handle.execute_update(
+        "send_message", {"turn_id": turn_id, "content": content}, result_type=TurnResult
+    )
+
+
+def _refusal(err: WorkflowUpdateFailedError) -> ApplicationError:
+    assert isinstance(err.cause, ApplicationError), repr(err.cause)
+    return err.cause
+
+
+async def test_a_raw_update_that_can_never_fit_is_refused_before_acceptance(env: Env) -> None:
+    # The session's open reports the worker's budget: no profile, no client setting.
+    await env.sessions.send(env.agent, "raw-budget", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-budget")
+    before = await _event_count(env, workflow_id)
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _exactly(OFFLINE_BUDGET + 1))
+    cause = _refusal(refused.value)
+    assert cause.type == "ContextBudgetExceeded"
+    assert f"the session's context budget is {OFFLINE_BUDGET}" in cause.message
+    assert await _event_count(env, workflow_id) == before  # never accepted
+
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-budget", "still here", turn_id="second")
+    assert result.turn == 2
+    # A message that just fits is accepted and answered.
+    fits = await _raw_send(env, workflow_id, "fits", _exactly(OFFLINE_BUDGET))
+    assert fits.turn == 3
+    assert fits.context_tokens == OFFLINE_BUDGET
+
+
+async def test_the_profiles_budget_refuses_a_raw_update_from_the_first_turn(env: Env) -> None:
+    profile = {"max_tokens": 1000, "summarization_threshold": 800}
+    await env.sessions.send(env.agent, "raw-profile", "hello", turn_id="first", profile=profile)
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-profile")
+    before = await _event_count(env, workflow_id)
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _words(3000))
+    assert _refusal(refused.value).type == "ContextBudgetExceeded"
+    assert "the session's context budget is 1000" in _refusal(refused.value).message
+    assert await _event_count(env, workflow_id) == before
+
+
+async def test_the_learned_budget_crosses_continue_as_new(env: Env) -> None:
+    await env.sessions.send(env.agent, "raw-runs", "hello", turn_id="first", max_turns_per_run=1)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while (report := await env.sessions.describe(env.agent, "raw-runs")).checkpoint.runs < 2:
+        assert loop.time() < deadline, "the session did not continue as new after its turn"
+        await asyncio.sleep(0.1)
+    # The new run opened nothing: its budget came with the checkpoint.
+    assert report.checkpoint.budget is not None
+    assert report.checkpoint.budget.max_tokens == OFFLINE_BUDGET
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-runs")
+    before = await _event_count(env, workflow_id)
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await _raw_send(env, workflow_id, "big", _exactly(OFFLINE_BUDGET + 1))
+    assert _refusal(refused.value).type == "ContextBudgetExceeded"
+    assert await _event_count(env, workflow_id) == before
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-runs", "next", turn_id="second")
+    assert result.turn == 2
+
+
+async def test_many_large_messages_in_one_task_never_stall_the_session(env: Env) -> None:
+    # 511 KiB of spaces is few tokens but among the slowest texts to count; eight sent at
+    # once reach the validator in one workflow task, which the SDK fails if it does not
+    # yield within 2 s. The validator counts a bounded amount per task and admits the rest
+    # (each fits its budget here), so every turn is answered.
+    await env.sessions.send(env.agent, "raw-many", "hello", turn_id="first")
+    workflow_id = env.sessions.workflow_id(env.agent, "raw-many")
+    content = " " * (511 * 1024) + "x"
+    async with asyncio.timeout(180):
+        outcomes = await asyncio.gather(
+            *(_raw_send(env, workflow_id, f"many{i}", content) for i in range(8)),
+            return_exceptions=True,
+        )
+    assert all(isinstance(outcome, TurnResult) for outcome in outcomes), outcomes
+    async with asyncio.timeout(AT_ONCE):
+        result = await env.sessions.send(env.agent, "raw-many", "after", turn_id="after")
+    assert result.turn == 10

@@ -16,7 +16,6 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,7 +28,15 @@ from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.test_durability import ROOT, sql_messages, wait_for_file
+from tests.temporal.worker_kill import (
+    history_size_and_mentions,
+    kill_all,
+    session_status,
+    sql_messages,
+    start_worker_process,
+    until_status,
+    wait_for_file,
+)
 
 
 class AgentEnv:
@@ -152,11 +159,11 @@ async def test_the_operator_contract_is_unchanged(agent_env: AgentEnv) -> None:
     s = a.sessions
     await s.send(a.name, "s6", "weather in Quito", turn_id="o1")
     await s.pause(a.name, "s6", "maintenance")
-    await _until(lambda: _status(s, a.name, "s6"), "paused")
+    await until_status(lambda: session_status(s, a.name, "s6"), "paused")
     with pytest.raises(SessionPausedError):
         await s.send(a.name, "s6", "hello", turn_id="o2")
     await s.resume(a.name, "s6")
-    await _until(lambda: _status(s, a.name, "s6"), "active")
+    await until_status(lambda: session_status(s, a.name, "s6"), "active")
     await s.add_hint(a.name, "s6", "Answer in French.")
     report = await s.describe(a.name, "s6")
     conversation = report.store("conversation")
@@ -181,10 +188,9 @@ async def test_history_bytes_per_agent_turn_stay_flat(agent_env: AgentEnv) -> No
     sizes, marker_counts = [], []
     for n in range(6):
         await a.sessions.send(a.name, "flat", f"weather in City{n}", turn_id=f"f{n}")
-        history = await handle.fetch_history()
-        sizes.append(sum(len(e.SerializeToString()) for e in history.events))
-        events = b"".join(e.SerializeToString() for e in history.events)
-        marker_counts.append(events.count(b"sunny in City0"))
+        size, mentions = await history_size_and_mentions(handle, b"sunny in City0")
+        sizes.append(size)
+        marker_counts.append(mentions)
     # From the second turn on (the first one also carries the workflow's start).
     per_turn = [later - earlier for earlier, later in itertools.pairwise(sizes[1:])]
     # Event ids, counters and token totals gain a digit (or a varint byte) now and then.
@@ -193,37 +199,11 @@ async def test_history_bytes_per_agent_turn_stay_flat(agent_env: AgentEnv) -> No
     assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
 
 
-async def _status(sessions: Any, agent: str, session: str) -> str:
-    report = await sessions.describe(agent, session)
-    return str(report.checkpoint.status)
-
-
-async def _until(read: Any, expected: str, within: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while (got := await read()) != expected:
-        assert loop.time() < deadline, f"status still {got!r}, waited {within}s for {expected!r}"
-        await asyncio.sleep(0.1)
-
-
 def start_agent_worker(
     address: str, queue: str, url: str, markers: Path, delay: float, name: str
 ) -> subprocess.Popen[bytes]:
-    (markers / "worker-ready").unlink(missing_ok=True)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.temporal.agent_worker_process",
-            address,
-            queue,
-            url,
-            str(markers),
-            str(delay),
-            name,
-        ],
-        cwd=ROOT,
-        start_new_session=True,
+    return start_worker_process(
+        "tests.temporal.agent_worker_process", address, queue, url, markers, delay, name
     )
 
 
@@ -265,10 +245,7 @@ async def test_worker_killed_mid_run_the_turn_is_stored_once(
         assert again.reply.content == second.reply.content
         assert len(calls.read_text().splitlines()) == 5
     finally:
-        for proc in (worker, replacement):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        kill_all(worker, replacement)
 
 
 async def test_search_attributes_migrate_close_and_the_cli_on_an_agent_session(
@@ -323,7 +300,7 @@ async def test_search_attributes_migrate_close_and_the_cli_on_an_agent_session(
             moved = await second.sessions.send(name, "ops", "what did I say", turn_id="q2")
             assert moved.turn == 2 and moved.reply.content == "weather in Oslo"
             await second.sessions.close(name, "ops")
-            await _until(lambda: _status(second.sessions, name, "ops"), "closed")
+            await until_status(lambda: session_status(second.sessions, name, "ops"), "closed")
         # Closing kept the state: both turns' items are still in SQL.
         store = await open_store(url)
         try:

@@ -205,7 +205,9 @@ def test_an_unsandboxed_runner_stays_unsandboxed() -> None:
     assert workflow_runner(user) is user
 
 
-async def test_a_turn_runs_in_a_users_own_sandbox(dev_server: DevServer, tmp_path: Path) -> None:
+async def test_a_turn_runs_on_a_worker_with_a_users_own_sandbox(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
     client = await Client.connect(dev_server.address, plugins=[_plugin(tmp_path)])
     task_queue = f"sandbox-{uuid.uuid4().hex[:8]}"
     runner = SandboxedWorkflowRunner(

@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
+from statecore.contract.session import (
+    SA_AGENT_ID,
+    SA_SESSION_ID,
+    SA_STATUS,
+    SA_TURN,
+    SEARCH_ATTRIBUTES,
+    TURN_SEARCH_ATTRIBUTE_EVERY,
+)
 from tests.temporal.conftest import Env
+
+
+def _upserts(history: Any) -> list[dict[str, int | str]]:
+    """statecore's search attributes each upsert event of a history set. The SDK's own
+    upsert of TemporalChangeVersion (once per run, with the first turn that skips its
+    upsert: the patch that made turns sparse) is left out."""
+    found = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            continue
+        fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        ours = {
+            name: json.loads(payload.data)
+            for name, payload in fields.indexed_fields.items()
+            if name in SEARCH_ATTRIBUTES
+        }
+        if ours:
+            found.append(ours)
+    return found
+
+
+async def _listed(env: Env, query: str) -> list[str]:
+    return [w.id async for w in env.client.list_workflows(query)]
 
 
 async def test_search_attributes_are_upserted_only_when_they_change(env: Env) -> None:
@@ -18,21 +52,53 @@ async def test_search_attributes_are_upserted_only_when_they_change(env: Env) ->
     await sessions.resume(env.agent, "sa")
     await sessions.send(env.agent, "sa", "two", turn_id="s2")
     handle = sessions.handle(env.agent, "sa")
-    history = await handle.fetch_history()
-    upserts = [
-        e
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+    upserts = _upserts(await handle.fetch_history())
+    # Start (ids, status, turn 0) + the first turn + paused + active; turn 2 alone writes
+    # nothing (StatecoreTurn moves every TURN_SEARCH_ATTRIBUTE_EVERY turns).
+    assert upserts == [
+        {
+            SA_SESSION_ID: "sa",
+            SA_AGENT_ID: env.agent,
+            SA_STATUS: "active",
+            SA_TURN: 0,
+        },
+        {SA_TURN: 1},
+        {SA_STATUS: "paused"},
+        {SA_STATUS: "active"},
     ]
-    # Start (ids, status, turn 0) + turn 1 + paused + active + turn 2.
-    assert len(upserts) == 5
-    found = [
-        w
-        async for w in env.client.list_workflows(
-            f"StatecoreAgentId = '{env.agent}' AND StatecoreStatus = 'active' AND StatecoreTurn = 2"
-        )
+    active = f"StatecoreAgentId = '{env.agent}' AND StatecoreStatus = 'active'"
+    assert await _listed(env, f"{active} AND StatecoreTurn = 1") == [handle.id]
+    # The exact turn is in the describe query and the current details.
+    assert (await sessions.describe(env.agent, "sa")).checkpoint.turn == 2
+    meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert "turn 2 -" in meta.current_details
+
+
+async def test_the_turn_attribute_moves_every_n_turns_and_exactly_with_a_status_change(
+    env: Env,
+) -> None:
+    sessions = env.sessions
+    every = TURN_SEARCH_ATTRIBUTE_EVERY
+    for n in range(1, every + 2):
+        await sessions.send(env.agent, "sn", f"message {n}", turn_id=f"n{n}")
+    handle = sessions.handle(env.agent, "sn")
+    assert [u[SA_TURN] for u in _upserts(await handle.fetch_history()) if SA_TURN in u] == [
+        0,
+        1,
+        every,
     ]
-    assert [w.id for w in found] == [handle.id]
+    assert await _listed(env, f"StatecoreAgentId = '{env.agent}' AND StatecoreTurn = {every}") == [
+        handle.id
+    ]
+    # A status change carries the exact turn with it.
+    await sessions.pause(env.agent, "sn", "look")
+    assert (await sessions.describe(env.agent, "sn")).checkpoint.status == "paused"
+    assert _upserts(await handle.fetch_history())[-1] == {
+        SA_STATUS: "paused",
+        SA_TURN: every + 1,
+    }
+    query = f"StatecoreAgentId = '{env.agent}' AND StatecoreTurn = {every + 1}"
+    assert await _listed(env, query) == [handle.id]
 
 
 async def test_current_details_show_turn_status_tokens_and_last_operation(env: Env) -> None:

@@ -172,8 +172,8 @@ async def test_operator_finds_inspects_pauses_and_resumes_a_session_in_the_web_u
     await expect(page.get_by_role("link", name=active_id)).to_have_count(0)
     await shot("01-paused-sessions")
 
-    # 2. Sessions past turn 2: open the active one and read its current details.
-    await open_workflow_list(page, "StatecoreTurn > 2", 1)
+    # 2. Open sessions that have had a turn: open the active one and read its current details.
+    await open_workflow_list(page, 'StatecoreStatus="active" AND StatecoreTurn > 0', 1)
     await page.get_by_role("link", name=active_id).click()
     await expect(page.get_by_role("heading", name=active_id)).to_be_visible()
     before = (await sessions.describe(AGENT, ACTIVE)).checkpoint

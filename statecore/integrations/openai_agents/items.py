@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from statecore.core.errors import ContentTooLargeError, InvalidInputError, validation_message
-from statecore.core.models import MAX_MESSAGE_BYTES, Message, ToolCall, reject_nul
+from statecore.core.errors import InvalidInputError, validation_message
+from statecore.core.models import Message, ToolCall, check_message_size, reject_nul
 
 #: The metadata key that holds the verbatim item.
 ITEM_KEY = "openai_agents_item"
@@ -36,17 +36,7 @@ def checked_item(item: Any, position: int = 0) -> dict[str, Any]:
         text = json.dumps(item, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"item {position} is not JSON: {exc}") from exc
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"item {position} is not valid UTF-8 (lone surrogate)") from exc
-    if size > MAX_MESSAGE_BYTES:
-        raise ContentTooLargeError(
-            f"item {position} is {size} bytes as JSON; the limit is {MAX_MESSAGE_BYTES}. Store "
-            "large documents in KV or scoped state and send a reference",
-            size=size,
-            limit=MAX_MESSAGE_BYTES,
-        )
+    check_message_size(text, f"item {position}", measured_as=" as JSON")
     plain: dict[str, Any] = json.loads(text)
     reject_nul(plain, f"item {position}")
     return plain

@@ -137,8 +137,13 @@ class SqlContext:
         # SQLite: BEGIN IMMEDIATE already made this the only writer.
         if self._holds(scope):
             return
-        # Read under the lock (and kept), so an earlier unlocked copy is not taken as locked.
-        await self._session_row(scope, lock=True)
+        # The lock alone: a KV or scoped-state write needs none of the header's fields, and
+        # reading the whole row (and building its copy) costs a standalone KV put more than
+        # the lock. A copy read earlier without the lock may be stale: dropped, so a later
+        # read in this transaction reads the header afresh under the lock it now holds.
+        self._session_rows.pop(scope, None)
+        params = {"p_namespace": namespace, "p_agent_id": agent_id, "p_session_id": session_id}
+        await self.conn.execute(lock_session_statement(), params)
         self._sessions_locked.add(scope)
 
     def check_fits_statement(self, document: str, what: str) -> None:
@@ -187,6 +192,22 @@ def select_session(lock: bool) -> Select[Any]:
     )
     # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
     return statement.with_for_update() if lock else statement
+
+
+@functools.cache
+def lock_session_statement() -> Select[Any]:
+    """``SELECT id ... FOR UPDATE`` of a session's header row (the bind parameters of
+    ``select_session``): its row lock without its fields."""
+    c = sessions.c
+    return (
+        select(c.id)
+        .where(
+            c.namespace == bindparam("p_namespace", type_=c.namespace.type),
+            c.agent_id == bindparam("p_agent_id", type_=c.agent_id.type),
+            c.session_id == bindparam("p_session_id", type_=c.session_id.type),
+        )
+        .with_for_update()
+    )
 
 
 def chunked(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:

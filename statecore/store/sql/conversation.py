@@ -52,11 +52,13 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         already = {
             row.idx: row
             for row in await ctx.conn.execute(
-                select(message_table).where(
-                    message_table.c.session_pk == session.id,
-                    message_table.c.turn_id == turn_id,
-                    message_table.c.idx.between(start_index, stop_index),
-                )
+                _turn_indexes(),
+                {
+                    "p_session_pk": session.id,
+                    "p_turn_id": turn_id,
+                    "p_first_index": start_index,
+                    "p_last_index": stop_index,
+                },
             )
         }
         seq, total, new_rows = session.last_seq, session.token_total, []
@@ -273,6 +275,21 @@ def _window_boundary() -> Select[Any]:
         )
         .order_by(c.cumulative_tokens)
         .limit(1)
+    )
+
+
+@functools.cache
+def _turn_indexes() -> Select[Any]:
+    """A turn's stored messages in an index range: every commit looks them up before its
+    insert, so a retried append stores nothing twice."""
+    c = message_table.c
+    return select(message_table).where(
+        c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
+        c.turn_id == bindparam("p_turn_id", type_=c.turn_id.type),
+        c.idx.between(
+            bindparam("p_first_index", type_=c.idx.type),
+            bindparam("p_last_index", type_=c.idx.type),
+        ),
     )
 
 

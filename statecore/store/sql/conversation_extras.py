@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Select, bindparam, delete, insert, select
 
 from statecore.core.errors import InvalidLimitError
 from statecore.core.models import Hint, SessionRef, Summary, validate_text
@@ -62,11 +63,7 @@ class ConversationExtras:
     async def hints(self, ref: SessionRef) -> list[Hint]:
         check_ref(ref)
         session = await self._ctx.session_row(ref)
-        rows = await self._ctx.conn.execute(
-            select(hint_table.c.id, hint_table.c.text, hint_table.c.created_at)
-            .where(hint_table.c.session_pk == session.id)
-            .order_by(hint_table.c.id)
-        )
+        rows = await self._ctx.conn.execute(_hints(), {"p_session_pk": session.id})
         return [Hint(id=r.id, text=r.text, created_at=r.created_at) for r in rows]
 
     async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
@@ -132,3 +129,14 @@ class ConversationExtras:
         await self._ctx.update_session(
             session, system_prompt=extras.system_prompt, **_summary_columns(extras.summary)
         )
+
+
+@functools.cache
+def _hints() -> Select[Any]:
+    """A session's hints in order, built once: every turn's context read lists them."""
+    c = hint_table.c
+    return (
+        select(c.id, c.text, c.created_at)
+        .where(c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type))
+        .order_by(c.id)
+    )

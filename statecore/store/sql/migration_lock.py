@@ -6,7 +6,8 @@ migration first takes a database-wide lock, then reads the revision and upgrades
 
 - PostgreSQL: a transaction-level advisory lock (``pg_advisory_xact_lock``), released when
   the migration's transaction ends, waiting at most ``timeout`` (``lock_timeout``).
-- MariaDB/MySQL: a named lock (``GET_LOCK``), per database, waiting at most ``timeout``.
+- MariaDB/MySQL: a named lock (``GET_LOCK``), per database, waiting at most ``timeout``;
+  it outlives transactions, so the migration commits before releasing it.
 - SQLite: the migration's transaction starts with ``BEGIN IMMEDIATE`` (see ``engine``), which
   already holds the database's single write lock; a second migration waits at BEGIN for up to
   the connection's busy timeout.

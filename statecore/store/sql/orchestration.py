@@ -6,11 +6,12 @@ orchestration activity is session activity."""
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import Row, Select, bindparam, delete, insert, select, update
 
 from statecore.core.models import (
     OrchestrationState,
@@ -75,11 +76,7 @@ class SqlOrchestrationStore(OrchestrationStore):
         self._ctx = ctx
 
     async def _current(self, session_pk: int) -> Row[Any] | None:
-        return (
-            await self._ctx.conn.execute(
-                select(orchestration_states).where(c.session_pk == session_pk)
-            )
-        ).first()
+        return (await self._ctx.conn.execute(_current_row(), {"p_session_pk": session_pk})).first()
 
     async def _locked(self, ref: SessionRef) -> tuple[SessionRow, Row[Any] | None]:
         session = await self._ctx.session_row(ref, lock=True)
@@ -198,3 +195,11 @@ class SqlOrchestrationStore(OrchestrationStore):
         }
         session, row = await self._locked(ref)
         await self._write(session, row, fields, touch=False)
+
+
+@functools.cache
+def _current_row() -> Select[Any]:
+    """A session's orchestration row, built once: every turn's commit reads it."""
+    return select(orchestration_states).where(
+        c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type)
+    )

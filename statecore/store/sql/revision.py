@@ -65,7 +65,7 @@ async def upgrade_engine(
     current. Concurrent upgrades of one database run one after the other (``migration_lock``);
     one waits at most ``lock_timeout`` seconds for another."""
     try:
-        async with engine.begin() as conn:
+        async with engine.connect() as conn:
             await conn.run_sync(_upgrade_locked, revision, lock_timeout)
     except OperationalError as exc:
         if engine.dialect.name == "sqlite" and "database is locked" in str(exc.orig):
@@ -105,6 +105,10 @@ def _upgrade_locked(connection: Connection, revision: str, lock_timeout: float) 
             _create_at_head(connection)
         else:
             _upgrade(connection, revision)
+        # Committed while the lock is held: MariaDB's named lock belongs to the connection,
+        # not to the transaction, and a process that took it before this commit would read
+        # the version table without this migration's row and migrate again.
+        connection.commit()
 
 
 def _create_at_head(connection: Connection) -> None:

@@ -1,0 +1,75 @@
+"""The LangGraph side-by-side benchmark runs end to end in a few turns, and says the right
+things: under Temporal's official plugin the history each turn adds grows with the
+conversation (every node's activity carries the whole graph state), under statecore it stays
+flat.
+
+Side (a) needs the separate environment ``scripts/setup.sh test`` builds
+(``.cache/venv-official-langgraph``); without it only side (b) runs, and the test says so. No
+timing thresholds: speed belongs to the benchmark's report, not to a test a busy machine makes
+flaky.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.official_venv import LANGGRAPH
+
+ROOT = Path(__file__).resolve().parent.parent
+TURNS = 4
+
+pytestmark = [pytest.mark.temporal, pytest.mark.slow]
+
+
+def run_bench(folder: Path, *extra: str) -> dict:
+    out = folder / "langgraph_side_by_side.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "langgraph_side_by_side.py"), "--quick",
+         "--turns", str(TURNS), "--out", str(out), *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    return json.loads(out.read_text())
+
+
+def check_statecore(side: dict) -> None:
+    assert side["turns_done"] == TURNS and side["stopped_by"] is None
+    # The tool ran: the answer is built from get_weather's result.
+    assert side["last_reply"].startswith("The weather in Osaka right now: ")
+    per_turn = side["series"]["history_bytes_per_turn"]
+    assert all(per_turn)
+    # Flat: after the first turn (which also carries the run's start), turns cost the same.
+    steady = per_turn[1:]
+    assert max(steady) <= min(steady) * 1.1, per_turn
+    assert side["history_bytes_total"] >= sum(per_turn)
+    assert side["database_file_bytes"] > 0
+
+
+def test_langgraph_side_by_side_quick(tmp_path: Path) -> None:
+    if LANGGRAPH.python() is None:
+        result = run_bench(tmp_path, "--no-official")
+        check_statecore(result["sides"]["statecore"])
+        assert result["sides"]["official"] == {"skipped": "--no-official"}
+        pytest.skip(
+            "side (a) not run: .cache/venv-official-langgraph is missing (scripts/setup.sh test)"
+        )
+    result = run_bench(tmp_path)
+    official, statecore = result["sides"]["official"], result["sides"]["statecore"]
+    check_statecore(statecore)
+    assert official["turns_done"] == TURNS and official["status"] == "COMPLETED"
+    assert official["versions"]["temporalio-langgraph"] == "0.1.0"
+    assert official["workflow_task_failures"] == []
+    # The same graph and prompts: the same answer to the last turn.
+    assert official["last_reply"] == statecore["last_reply"]
+    grows = official["series"]["history_bytes_per_turn"]
+    # Every activity carries the thread so far: each turn costs more than the last.
+    assert all(later > earlier for earlier, later in itertools.pairwise(grows))
+    assert grows[-1] > 2 * statecore["series"]["history_bytes_per_turn"][-1]
+    assert official["largest_activity_input_bytes"] > statecore["largest_activity_input_bytes"]
