@@ -49,6 +49,8 @@ LOCAL_ACTIVITY_MARKER_FIELDS = {
     "original_schedule_time",
     "activation_index",
 }
+#: What the SDK core records for a ``workflow.patched`` marker (the patch's id).
+PATCH_MARKER_FIELDS = {"id", "deprecated"}
 
 
 # --- reading an exported history --------------------------------------------------------------
@@ -198,12 +200,17 @@ async def test_every_payload_but_search_attributes_is_encrypted(
         "markerRecordedEventAttributes",
     } <= kinds, kinds
     plain = [(path, p) for path, p in data if encoding_of(p) != ENCRYPTED]
-    # Only the SDK's own local-activity marker record stays plain: ids, type, timing.
-    assert plain and all(
-        ".markerRecordedEventAttributes.details.data." in path for path, _ in plain
-    )
-    for _, p in plain:
-        assert set(json.loads(b64(p["data"]) or b"")) <= LOCAL_ACTIVITY_MARKER_FIELDS
+    # Only the SDK's own marker records stay plain: a local activity's (ids, type, timing)
+    # and a patch's (its id), written by the SDK core, never through the codec.
+    allowed = {
+        ".markerRecordedEventAttributes.details.data.": LOCAL_ACTIVITY_MARKER_FIELDS,
+        ".markerRecordedEventAttributes.details.patch-data.": PATCH_MARKER_FIELDS,
+    }
+    assert plain
+    for path, p in plain:
+        fields = next((f for part, f in allowed.items() if part in path), None)
+        assert fields is not None, path
+        assert set(json.loads(b64(p["data"]) or b"")) <= fields, path
     sealed = [p for _, p in data if encoding_of(p) == ENCRYPTED]
     assert {key_id_of(p) for p in sealed} == {"k-2025"}
     # Search attributes stay plain JSON for the server to index.

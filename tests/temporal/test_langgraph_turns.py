@@ -219,10 +219,12 @@ async def test_history_bytes_per_graph_turn_stay_flat(graph_env: GraphEnv) -> No
         size, mentions = await history_size_and_mentions(handle, b"sunny in City01")
         sizes.append(size)
         marker_counts.append(mentions)
-    per_turn = {n: sizes[n - 1] - sizes[n - 2] for n in (3, 20)}
+    # Turns 3 and 19 both skip the StatecoreTurn upsert (made on the first turn and every
+    # 10th), and the once-a-run marker of that change is on turn 2.
+    per_turn = {n: sizes[n - 1] - sizes[n - 2] for n in (3, 19)}
     # Only counters grow (event ids, the turn number gain a digit or a varint byte); a turn
     # that carried the thread's earlier messages would add hundreds of bytes per turn.
-    assert abs(per_turn[20] - per_turn[3]) <= 64, per_turn
+    assert abs(per_turn[19] - per_turn[3]) <= 64, per_turn
     # The first turn's tool output was never carried again by a later turn.
     assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
     assert len(await g.log("flat")) == 80
