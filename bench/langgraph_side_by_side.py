@@ -38,9 +38,7 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import subprocess  # noqa: E402
 import uuid  # noqa: E402
 from importlib import metadata  # noqa: E402
 from tempfile import TemporaryDirectory  # noqa: E402
@@ -61,7 +59,8 @@ from bench.side_by_side_measure import (  # noqa: E402
     drive,
     history_report,
     latency_report,
-    print_summary,
+    run_side_a,
+    write_result,
 )
 from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
 from statecore.integrations.langgraph.turns import LangGraphAgent  # noqa: E402
@@ -128,11 +127,7 @@ def run_official(
     if minutes is not None:
         cmd += ["--minutes", str(minutes)]
     timeout = (minutes or 0) * 60 + SIDE_A_SLACK_SECONDS
-    done = subprocess.run(cmd, env=env, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"side (a) exited with {done.returncode}")
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
+    return run_side_a(cmd, env, out, timeout)
 
 
 async def run_statecore(
@@ -219,12 +214,11 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     result = asyncio.run(run(a))
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    png = a.out.with_suffix(".png")
-    plot_side_by_side(result, png, title="LangGraph side by side", names=NAMES)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print_summary(result)
-    print(f"\nwrote {a.out} and {png}")
+    write_result(
+        result,
+        a.out,
+        lambda png: plot_side_by_side(result, png, title="LangGraph side by side", names=NAMES),
+    )
     return 0
 
 

@@ -31,7 +31,6 @@ if str(ROOT) not in sys.path:  # run as a script: make the repository importable
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import importlib.util  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -55,7 +54,8 @@ from bench.side_by_side_measure import (  # noqa: E402
     drive,
     history_report,
     latency_report,
-    print_summary,
+    run_side_a,
+    write_result,
 )
 from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
 from statecore.llm import OpenAICompatibleModel  # noqa: E402
@@ -139,11 +139,7 @@ def run_official(python: Path, address: str, model_url: str, turns: int, folder:
         "--checkpoints", ",".join(str(c) for c in CHECKPOINTS),
         "--out", str(out),
     ]  # fmt: skip
-    done = subprocess.run(cmd, env=env, timeout=SIDE_A_TIMEOUT_SECONDS)
-    if done.returncode != 0:
-        raise RuntimeError(f"side (a) exited with {done.returncode}")
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
+    return run_side_a(cmd, env, out, SIDE_A_TIMEOUT_SECONDS)
 
 
 async def run_statecore(
@@ -239,12 +235,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     result = asyncio.run(run(a))
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    png = a.out.with_suffix(".png")
-    plot_side_by_side(result, png)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print_summary(result)
-    print(f"\nwrote {a.out} and {png}")
+    write_result(result, a.out, lambda png: plot_side_by_side(result, png))
     return 0
 
 

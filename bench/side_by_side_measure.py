@@ -12,9 +12,12 @@ termination reason, the workflow-task failures it recorded.
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
+import subprocess
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
@@ -194,3 +197,26 @@ async def _events(
             elif event.event_type == _TERMINATED:
                 terminated = event.workflow_execution_terminated_event_attributes.reason
     return largest, largest_run, failures[:20], terminated
+
+
+def run_side_a(
+    cmd: Sequence[str], env: Mapping[str, str], out: Path, timeout: float
+) -> dict[str, Any]:
+    """Run the official side (a) in its own environment and read the JSON it wrote to
+    ``out``; RuntimeError if it failed, subprocess.TimeoutExpired after ``timeout`` s."""
+    done = subprocess.run(list(cmd), env=dict(env), timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"side (a) exited with {done.returncode}")
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def write_result(result: dict[str, Any], out: Path, plot: Callable[[Path], None]) -> None:
+    """Write ``result`` to ``out`` and its figure (``plot(png)``) beside it, and print the
+    summary."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    plot(png)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print_summary(result)
+    print(f"\nwrote {out} and {png}")

@@ -12,32 +12,21 @@ flaky.
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.official_venv import LANGGRAPH
 from bench.side_by_side_measure import CITIES
+from tests.side_by_side_run import run_quick
 
-ROOT = Path(__file__).resolve().parent.parent
 TURNS = 5
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
 
 def run_bench(folder: Path, *extra: str) -> dict:
-    out = folder / "langgraph_side_by_side.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "langgraph_side_by_side.py"), "--quick",
-         "--turns", str(TURNS), "--out", str(out), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert out.with_suffix(".png").stat().st_size > 10_000
-    return json.loads(out.read_text())
+    return run_quick("langgraph_side_by_side.py", folder, TURNS, *extra)
 
 
 def check_statecore(side: dict) -> None:

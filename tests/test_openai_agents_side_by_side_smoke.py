@@ -10,31 +10,20 @@ thresholds: speed belongs to the benchmark's report, not to a test a busy machin
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench import official_venv
+from tests.side_by_side_run import run_quick
 
-ROOT = Path(__file__).resolve().parent.parent
 TURNS = 5
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
 
 def run_bench(folder: Path, *extra: str) -> dict:
-    out = folder / "side_by_side.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "openai_agents_side_by_side.py"), "--quick",
-         "--turns", str(TURNS), "--out", str(out), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert out.with_suffix(".png").stat().st_size > 10_000
-    return json.loads(out.read_text())
+    return run_quick("openai_agents_side_by_side.py", folder, TURNS, *extra)
 
 
 def check_statecore(side: dict) -> None:
