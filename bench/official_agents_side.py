@@ -20,7 +20,6 @@ import json  # noqa: E402
 import os  # noqa: E402
 import uuid  # noqa: E402
 from datetime import timedelta  # noqa: E402
-from importlib import metadata  # noqa: E402
 
 # The SDK exports traces to OpenAI unless told not to; nothing may leave this machine.
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
@@ -42,7 +41,7 @@ from bench.official_agents_workflow import (  # noqa: E402
 from bench.side_by_side_measure import (  # noqa: E402
     drive,
     history_report,
-    latency_report,
+    side_report,
 )
 
 
@@ -81,21 +80,16 @@ async def run(args: argparse.Namespace) -> dict:
             await handle.signal("close")
         checkpoints = [int(x) for x in args.checkpoints.split(",")]
         history = await history_report(client, workflow_id, len(latencies), checkpoints)
-    return {
-        "label": "temporalio-openai-agents (Temporal's official integration), "
+    return side_report(
+        "temporalio-openai-agents (Temporal's official integration), "
         "Runner.run in the workflow, model calls and the tool as activities",
-        "versions": {
-            name: metadata.version(name)
-            for name in ("temporalio-openai-agents", "openai-agents", "openai", "temporalio")
-        },
-        "turns_asked": args.turns,
-        "turns_done": len(latencies),
-        "stopped_by": stopped_by,
-        "last_reply": last_reply,
-        "latency": latency_report(latencies),
-        "latency_ms_series": [round(x * 1000, 2) for x in latencies],
-        **history,
-    }
+        ("temporalio-openai-agents", "openai-agents", "openai", "temporalio"),
+        args.turns,
+        latencies,
+        stopped_by,
+        last_reply,
+        history,
+    )
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ import asyncio  # noqa: E402
 import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import timedelta  # noqa: E402
-from importlib import metadata  # noqa: E402
 
 from temporalio.client import Client  # noqa: E402
 from temporalio.langgraph import LangGraphPlugin  # noqa: E402
@@ -27,7 +26,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from bench.langgraph_weather import GRAPH_NAME, build_weather_graph  # noqa: E402
 from bench.official_langgraph_workflow import WORKFLOW_TYPE, OfficialGraphChat  # noqa: E402
-from bench.side_by_side_measure import drive, history_report, latency_report  # noqa: E402
+from bench.side_by_side_measure import drive, history_report, side_report  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -61,22 +60,17 @@ async def run(args: argparse.Namespace) -> dict:
             await handle.signal("close")
         checkpoints = [int(x) for x in args.checkpoints.split(",")]
         history = await history_report(client, workflow_id, len(latencies), checkpoints)
-    return {
-        "label": "temporalio-langgraph (Temporal's official plugin): the graph compiled with "
+    return side_report(
+        "temporalio-langgraph (Temporal's official plugin): the graph compiled with "
         "InMemorySaver in a long-running workflow, one update per turn running ainvoke; the "
         "model node and the tool node run as activities (execute_in: activity)",
-        "versions": {
-            name: metadata.version(name)
-            for name in ("temporalio-langgraph", "langgraph", "langchain-core", "temporalio")
-        },
-        "turns_asked": args.turns,
-        "turns_done": len(latencies),
-        "stopped_by": stopped_by,
-        "last_reply": last_reply,
-        "latency": latency_report(latencies),
-        "latency_ms_series": [round(x * 1000, 2) for x in latencies],
-        **history,
-    }
+        ("temporalio-langgraph", "langgraph", "langchain-core", "temporalio"),
+        args.turns,
+        latencies,
+        stopped_by,
+        last_reply,
+        history,
+    )
 
 
 def main() -> None:

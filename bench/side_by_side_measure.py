@@ -220,3 +220,28 @@ def write_result(result: dict[str, Any], out: Path, plot: Callable[[Path], None]
     out.write_text(json.dumps(result, indent=2) + "\n")
     print_summary(result)
     print(f"\nwrote {out} and {png}")
+
+
+def side_report(
+    label: str,
+    packages: Sequence[str],
+    turns_asked: int,
+    latencies: Sequence[float],
+    stopped_by: str | None,
+    last_reply: str,
+    history: dict[str, Any],
+) -> dict[str, Any]:
+    """One side's result as the comparison and the plot read it."""
+    from importlib import metadata
+
+    return {
+        "label": label,
+        "versions": {name: metadata.version(name) for name in packages},
+        "turns_asked": turns_asked,
+        "turns_done": len(latencies),
+        "stopped_by": stopped_by,
+        "last_reply": last_reply,
+        "latency": latency_report(latencies),
+        "latency_ms_series": [round(x * 1000, 2) for x in latencies],
+        **history,
+    }
