@@ -89,23 +89,6 @@ LANGGRAPH = OfficialEnvironment(
 )
 ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH)}
 
-# The OpenAI Agents environment's original module-level interface.
-VENV = OPENAI_AGENTS.folder
-PINNED = OPENAI_AGENTS.pins
-
-
-def requirements() -> list[str]:
-    return OPENAI_AGENTS.requirements()
-
-
-def official_python() -> Path | None:
-    return OPENAI_AGENTS.python()
-
-
-def build() -> Path:
-    return OPENAI_AGENTS.build()
-
-
 if __name__ == "__main__":
     names = sys.argv[1:] or list(ENVIRONMENTS)
     unknown = [n for n in names if n not in ENVIRONMENTS]

@@ -44,8 +44,8 @@ from typing import Any  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
-from bench import official_venv  # noqa: E402
 from bench.environment import machine_info, server_facts  # noqa: E402
+from bench.official_venv import OPENAI_AGENTS  # noqa: E402
 from bench.side_by_side_measure import (  # noqa: E402
     CHECKPOINTS,
     INSTRUCTIONS,
@@ -195,7 +195,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         skipped = "--no-official"
     else:
         print("official environment: .cache/venv-official", flush=True)
-        official_python = official_venv.build()
+        official_python = OPENAI_AGENTS.build()
     with TemporaryDirectory(prefix="side-by-side-") as tmp:
         folder = Path(tmp)
         server = await start_dev_server(db_filename=str(folder / "temporal.db"))
@@ -224,7 +224,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         "settings": {
             "turns": a.turns,
             "checkpoints": list(CHECKPOINTS),
-            "official_pins": list(official_venv.requirements()),
+            "official_pins": list(OPENAI_AGENTS.requirements()),
             "model": "bench/fake_openai_server.py (chat completions, deterministic)",
         },
         "sides": sides,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import official_venv
+from bench.official_venv import OPENAI_AGENTS
 from tests.side_by_side_run import run_quick
 
 TURNS = 5
@@ -40,7 +40,7 @@ def check_statecore(side: dict) -> None:
 
 
 def test_side_by_side_quick(tmp_path: Path) -> None:
-    if official_venv.official_python() is None:
+    if OPENAI_AGENTS.python() is None:
         result = run_bench(tmp_path, "--no-official")
         check_statecore(result["sides"]["statecore"])
         assert result["sides"]["official"] == {"skipped": "--no-official"}
