@@ -17,6 +17,7 @@ from statecore.core.errors import SessionNotFoundError, StatecoreError, StateToo
 from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql.schema import sessions
+from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
 SessionKey = tuple[str, str, str]
@@ -38,6 +39,7 @@ class SqlContext:
         counter: TokenCounter,
         default_ttl: int,
         max_packet: int | None = None,
+        windows: WindowCache | None = None,
     ) -> None:
         self._conn = conn
         self.now = now
@@ -45,6 +47,8 @@ class SqlContext:
         self.default_ttl = default_ttl
         #: MariaDB/MySQL's max_allowed_packet; None where statements have no such cap.
         self.max_packet = max_packet
+        #: The store's cache of context windows; only read-only transactions get it.
+        self.windows = windows
         self.open = True
         # Sessions whose header row this transaction has locked (locks last until commit)
         # or found absent: either way there is nothing more to ask the database.

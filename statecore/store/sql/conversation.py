@@ -4,6 +4,7 @@ token window found with one indexed query."""
 from __future__ import annotations
 
 import functools
+from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,7 @@ from statecore.store.sql.conversation_extras import ConversationExtras
 from statecore.store.sql.message_rows import stored_columns, stored_message
 from statecore.store.sql.schema import hints as hint_table
 from statecore.store.sql.schema import messages as message_table
+from statecore.store.sql.window_cache import CachedWindow, WindowCache, same_row
 
 
 class SqlConversationStore(ConversationExtras, ConversationStore):
@@ -156,10 +158,9 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
                 return []
             first_seq = max(first_seq, boundary + 1)
         if max_messages is None:
-            rows = await self._ctx.conn.execute(
-                _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
-            )
-            return [stored_message(row) for row in rows]
+            if max_tokens is not None and self._ctx.windows is not None:
+                return await self._cached_window(session, first_seq, self._ctx.windows)
+            return await self._window_from(session, first_seq)
         c = message_table.c
         # Newest first with a limit, so retracted rows never take a place in the count.
         newest = (
@@ -169,6 +170,34 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             .limit(max_messages)
         )
         return [stored_message(row) for row in reversed(list(await self._ctx.conn.execute(newest)))]
+
+    async def _window_from(self, session: SessionRow, first_seq: int) -> list[StoredMessage]:
+        rows = await self._ctx.conn.execute(
+            _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
+        )
+        return [stored_message(row) for row in rows]
+
+    async def _cached_window(
+        self, session: SessionRow, first_seq: int, cache: WindowCache
+    ) -> list[StoredMessage]:
+        """The window from ``first_seq``, reading only the rows after the cached window's
+        newest message when that message proves the cached rows current (window_cache)."""
+        cached = cache.get(session.id)
+        if cached is not None and cached.first_seq <= first_seq <= session.last_seq + 1:
+            anchor = cached.anchor
+            rows = list(
+                await self._ctx.conn.execute(
+                    _window(), {"p_session_pk": session.id, "p_first_seq": anchor.seq}
+                )
+            )
+            if rows and same_row(anchor, rows[0]._mapping):
+                kept = cached.messages[bisect_left(cached.messages, first_seq, key=_seq) :]
+                window = (*kept, *(stored_message(row) for row in rows[1:]))
+                cache.put(session.id, CachedWindow(first_seq, window))
+                return list(window)
+        found = await self._window_from(session, first_seq)
+        cache.put(session.id, CachedWindow(first_seq, tuple(found)))
+        return found
 
     async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
         check_ref(ref)
@@ -295,6 +324,7 @@ def _turn_indexes() -> Select[Any]:
 
 @functools.cache
 def _window() -> Select[Any]:
+    """Every non-retracted message of a session from a seq on."""
     c = message_table.c
     return (
         select(message_table)
@@ -305,6 +335,10 @@ def _window() -> Select[Any]:
         )
         .order_by(c.seq)
     )
+
+
+def _seq(message: StoredMessage) -> int:
+    return message.seq
 
 
 _EMPTY_LOG = {

@@ -18,7 +18,7 @@ from statecore.core.errors import ConflictError, StatecoreError
 from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, EventSignal, StateStore, StoreTransaction
-from statecore.store.inputs import check_aware, check_flag, check_ttl_seconds
+from statecore.store.inputs import check_aware, check_flag, check_int, check_ttl_seconds
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
 from statecore.store.sql.engine import (
@@ -35,6 +35,7 @@ from statecore.store.sql.revision import require_head, upgrade_engine
 from statecore.store.sql.scoped import SqlScopedStateStore
 from statecore.store.sql.sessions import SqlSessionStore
 from statecore.store.sql.transient import is_transient_conflict
+from statecore.store.sql.window_cache import DEFAULT_WINDOW_CACHE_MESSAGES, WindowCache
 
 # Stores with a transaction open in the current task. A nested transaction() would take a
 # second connection and, on SQLite, wait for the write lock its own caller holds.
@@ -78,6 +79,7 @@ class SqlStateStore(StateStore):
         token_counter: TokenCounter | None = None,
         clock: Clock | None = None,
         default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+        window_cache_messages: int = DEFAULT_WINDOW_CACHE_MESSAGES,
     ) -> None:
         self.engine = engine
         self.dialect = dialect_name(engine.url)
@@ -92,6 +94,10 @@ class SqlStateStore(StateStore):
         self._turns = asyncio.Lock() if self.dialect == "sqlite" else None
         self._max_packet_bytes: int | None = None
         self._closed = False
+        # Context windows read lately: a session's next turn reads only the rows added since.
+        self._windows = WindowCache(
+            check_int(window_cache_messages, "window_cache_messages", minimum=0)
+        )
 
     @classmethod
     async def connect(
@@ -102,13 +108,16 @@ class SqlStateStore(StateStore):
         clock: Clock | None = None,
         default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
         check_schema: bool = True,
+        window_cache_messages: int = DEFAULT_WINDOW_CACHE_MESSAGES,
         **engine_kwargs: Any,
     ) -> SqlStateStore:
         """Open a store on ``url`` (``sqlite+aiosqlite://``, ``postgresql+asyncpg://``,
         ``mysql+asyncmy://``). ``check_schema`` refuses a database that is not at the
         migration head with MigrationError; an in-memory SQLite database
         (``sqlite+aiosqlite://``) is migrated here instead, since it starts empty every time.
-        ``engine_kwargs`` go to create_async_engine."""
+        ``window_cache_messages`` bounds the context windows kept in this process between
+        turns (0 turns the cache off; see ``window_cache``). ``engine_kwargs`` go to
+        create_async_engine."""
         check_ttl_seconds(default_ttl_seconds, "default_ttl_seconds")
         engine = create_store_engine(url, **engine_kwargs)
         try:
@@ -123,6 +132,7 @@ class SqlStateStore(StateStore):
                 token_counter=token_counter,
                 clock=clock,
                 default_ttl_seconds=default_ttl_seconds,
+                window_cache_messages=window_cache_messages,
             )
         except BaseException:
             await engine.dispose()
@@ -160,7 +170,14 @@ class SqlStateStore(StateStore):
                         async with conn.begin():
                             max_packet = await self._max_packet(conn)
                             ctx = SqlContext(
-                                conn, now, self._counter, self._default_ttl, max_packet
+                                conn,
+                                now,
+                                self._counter,
+                                self._default_ttl,
+                                max_packet,
+                                # A read-only block cannot leave uncommitted rows behind in
+                                # the cache (see window_cache).
+                                windows=self._windows if read_only else None,
                             )
                             try:
                                 yield SqlTransaction(ctx)

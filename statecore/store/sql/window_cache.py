@@ -1,0 +1,94 @@
+"""The windows a store's process read lately, so the next turn reads only the rows added since.
+
+A turn reads its session's context window on every turn: hundreds of rows, most of them read
+and converted by the previous turn as well. This cache keeps, per session header row, the last
+window a read-only transaction read, and the next read of that session asks SQL only for the
+rows from the window's newest message on. The newest cached message (the anchor) proves the
+cached rows are still the log:
+
+- messages are immutable once written, except retraction and clearing;
+- a retraction marks the newest message not yet retracted, so retracting any cached message
+  would first retract the anchor (``retract_last`` is the only writer of ``retracted_at``);
+- clearing deletes every row and restarts ``seq`` at 1; a new row at the anchor's place
+  differs from it in its turn id, index, write time, running token total or text.
+
+So when the row at the anchor's ``seq`` is still there, not retracted, and identical in those
+fields, every cached row is as SQL holds it; otherwise the window is read whole, as without a
+cache. A rolled-back write cannot leave rows here either: only read-only transactions fill it.
+
+Bounded by the number of messages held in all; the least recently used sessions go first.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from statecore.core.models import StoredMessage
+
+#: Messages kept across all sessions by default: 50 sessions with windows of 400 messages.
+DEFAULT_WINDOW_CACHE_MESSAGES = 20_000
+
+
+@dataclass(frozen=True)
+class CachedWindow:
+    """Every non-retracted message of a session from ``first_seq`` to its newest, ascending."""
+
+    first_seq: int
+    messages: tuple[StoredMessage, ...]
+
+    @property
+    def anchor(self) -> StoredMessage:
+        return self.messages[-1]
+
+
+def same_row(cached: StoredMessage, row: Mapping[str, Any]) -> bool:
+    """Whether a ``messages`` row read now is the very message ``cached`` was read from.
+
+    The write time alone would tell on a real clock; a clock that stands still (a test's)
+    makes the turn id, index, running token total and text tell it instead."""
+    return (
+        cached.seq == row["seq"]
+        and cached.turn_id == row["turn_id"]
+        and cached.index == row["idx"]
+        and cached.created_at == row["created_at"]
+        and cached.cumulative_tokens == row["cumulative_tokens"]
+        and cached.role == row["role"]
+        and cached.content == row["content"]
+    )
+
+
+class WindowCache:
+    """Windows by session header primary key, least recently used first out."""
+
+    def __init__(self, max_messages: int = DEFAULT_WINDOW_CACHE_MESSAGES) -> None:
+        self.max_messages = max_messages
+        self._windows: OrderedDict[int, CachedWindow] = OrderedDict()
+        self._held = 0
+
+    def get(self, session_pk: int) -> CachedWindow | None:
+        found = self._windows.get(session_pk)
+        if found is not None:
+            self._windows.move_to_end(session_pk)
+        return found
+
+    def put(self, session_pk: int, window: CachedWindow) -> None:
+        self.discard(session_pk)
+        if not window.messages or len(window.messages) > self.max_messages:
+            return
+        self._windows[session_pk] = window
+        self._held += len(window.messages)
+        while self._held > self.max_messages:
+            _, oldest = self._windows.popitem(last=False)
+            self._held -= len(oldest.messages)
+
+    def discard(self, session_pk: int) -> None:
+        gone = self._windows.pop(session_pk, None)
+        if gone is not None:
+            self._held -= len(gone.messages)
+
+    @property
+    def held_messages(self) -> int:
+        return self._held

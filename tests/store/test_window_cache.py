@@ -1,0 +1,185 @@
+"""The window cache never changes what a window read returns.
+
+Every case reads the window through a store with the cache and through a second store on the
+same database without one, after each way the log can change: appends from another process,
+retraction, clearing and writing again (on a clock that stands still, so write times cannot
+tell rows apart), a deleted and re-created session, a moved window start, another budget, and
+a write transaction that rolled back after reading its own rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from statecore.core.models import Message, SessionRef, StoredMessage
+from statecore.core.tokens import TokenCounter
+from statecore.store.sql import SqlStateStore
+from tests.store.conftest import FakeClock
+
+BUDGET = 10_000
+
+
+@pytest.fixture
+async def stores(
+    backend: str, database_url: str | None, clock: FakeClock, token_counter: TokenCounter
+) -> AsyncIterator[tuple[SqlStateStore, SqlStateStore, SqlStateStore]]:
+    """(cached, uncached, writer): three stores on one database, as three processes."""
+    if database_url is None:
+        pytest.skip("the window cache belongs to the SQL store")
+    opened = [
+        await SqlStateStore.connect(database_url, token_counter=token_counter, clock=clock),
+        await SqlStateStore.connect(
+            database_url, token_counter=token_counter, clock=clock, window_cache_messages=0
+        ),
+        await SqlStateStore.connect(database_url, token_counter=token_counter, clock=clock),
+    ]
+    try:
+        yield opened[0], opened[1], opened[2]
+    finally:
+        for store in opened:
+            await store.close()
+
+
+async def _window(
+    store: SqlStateStore, ref: SessionRef, budget: int = BUDGET
+) -> list[StoredMessage]:
+    async with store.transaction(read_only=True) as tx:
+        return await tx.conversation.tail(ref, max_tokens=budget)
+
+
+async def _same(
+    stores: tuple[SqlStateStore, SqlStateStore, SqlStateStore],
+    ref: SessionRef,
+    budget: int = BUDGET,
+) -> list[StoredMessage]:
+    cached, uncached, _ = stores
+    got = await _window(cached, ref, budget)
+    assert got == await _window(uncached, ref, budget)
+    return got
+
+
+async def _turn(store: SqlStateStore, ref: SessionRef, turn_id: str, *texts: str) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(ref)
+        await tx.conversation.append(
+            ref, turn_id, [Message(role="user", content=text) for text in texts]
+        )
+
+
+def _texts(window: list[StoredMessage]) -> list[str]:
+    return [m.content for m in window]
+
+
+async def test_appends_from_another_process_are_read(stores, ref: SessionRef) -> None:
+    cached, _, writer = stores
+    await _turn(cached, ref, "t1", "a", "b")
+    assert _texts(await _same(stores, ref)) == ["a", "b"]
+    await _turn(writer, ref, "t2", "c")
+    await _turn(cached, ref, "t3", "d")
+    assert _texts(await _same(stores, ref)) == ["a", "b", "c", "d"]
+    assert _texts(await _same(stores, ref)) == ["a", "b", "c", "d"]
+    assert cached._windows.held_messages == 4
+
+
+async def test_retracted_messages_leave_the_cached_window(stores, ref: SessionRef) -> None:
+    _, _, writer = stores
+    await _turn(writer, ref, "t1", "a", "b", "c")
+    await _same(stores, ref)
+    async with writer.transaction() as tx:
+        await tx.conversation.retract_last(ref)
+        await tx.conversation.retract_last(ref)
+    assert _texts(await _same(stores, ref)) == ["a"]
+    await _turn(writer, ref, "t2", "d")
+    assert _texts(await _same(stores, ref)) == ["a", "d"]
+
+
+async def test_a_cleared_log_written_again_is_read_again(stores, ref: SessionRef) -> None:
+    # The clock stands still: the new rows have the old ones' seq, turn id and write time.
+    _, _, writer = stores
+    await _turn(writer, ref, "t1", "first", "second")
+    await _same(stores, ref)
+    async with writer.transaction() as tx:
+        await tx.conversation.clear(ref)
+    assert await _same(stores, ref) == []
+    await _turn(writer, ref, "t1", "other", "words")
+    assert _texts(await _same(stores, ref)) == ["other", "words"]
+
+
+async def test_a_cleared_log_with_the_same_last_message(stores, ref: SessionRef) -> None:
+    # Only the older row differs: the anchor alone cannot tell, but the running token total
+    # it carries does whenever the older rows' sizes differ.
+    _, _, writer = stores
+    await _turn(writer, ref, "t1", "short", "same")
+    await _same(stores, ref)
+    async with writer.transaction() as tx:
+        await tx.conversation.clear(ref)
+    await _turn(writer, ref, "t1", "a much longer first message than before", "same")
+    assert _texts(await _same(stores, ref))[0].startswith("a much longer")
+
+
+async def test_a_recreated_session_is_read_again(stores, ref: SessionRef) -> None:
+    _, _, writer = stores
+    await _turn(writer, ref, "t1", "old")
+    await _same(stores, ref)
+    async with writer.transaction() as tx:
+        await tx.sessions.delete(ref)
+    await _turn(writer, ref, "t9", "new")
+    assert _texts(await _same(stores, ref)) == ["new"]
+
+
+async def test_window_start_and_budget_changes(stores, ref: SessionRef) -> None:
+    cached, _, writer = stores
+    for n in range(6):
+        await _turn(writer, ref, f"t{n}", f"message number {n}")
+    whole = await _same(stores, ref)
+    async with writer.transaction() as tx:
+        await tx.conversation.set_window_start(ref, whole[2].seq)
+    assert _texts(await _same(stores, ref)) == [f"message number {n}" for n in range(2, 6)]
+    small = whole[-1].cumulative_tokens - whole[-3].cumulative_tokens
+    assert len(await _same(stores, ref, small)) == 2
+    # A larger budget than the cached window was read for: read whole again.
+    assert len(await _same(stores, ref)) == 4
+    assert cached._windows.held_messages == 4
+
+
+async def test_rows_of_a_rolled_back_write_are_never_served(stores, ref: SessionRef) -> None:
+    cached, _, writer = stores
+    await _turn(writer, ref, "t1", "kept")
+    await _same(stores, ref)
+
+    class Abandon(Exception):
+        pass
+
+    with pytest.raises(Abandon):
+        async with cached.transaction() as tx:
+            await tx.conversation.append(ref, "t2", [Message(role="user", content="phantom")])
+            assert _texts(await tx.conversation.tail(ref, max_tokens=BUDGET)) == [
+                "kept",
+                "phantom",
+            ]
+            raise Abandon
+    assert _texts(await _same(stores, ref)) == ["kept"]
+    await _turn(writer, ref, "t2", "real")
+    assert _texts(await _same(stores, ref)) == ["kept", "real"]
+
+
+async def test_the_cache_is_bounded(
+    database_url: str | None, clock, token_counter, make_ref
+) -> None:
+    if database_url is None:
+        pytest.skip("the window cache belongs to the SQL store")
+    store = await SqlStateStore.connect(
+        database_url, token_counter=token_counter, clock=clock, window_cache_messages=5
+    )
+    try:
+        for name in ("s1", "s2", "s3"):
+            await _turn(store, make_ref(name), "t1", "a", "b")
+            await _window(store, make_ref(name))
+        assert store._windows.held_messages == 4  # the oldest session's window went first
+        await _turn(store, make_ref("big"), "t1", *"abcdef")
+        assert len(await _window(store, make_ref("big"))) == 6  # too big to keep, still read
+        assert store._windows.held_messages <= 5
+    finally:
+        await store.close()
