@@ -148,7 +148,7 @@ async def _apply_orchestration(tx: StoreTransaction, commit: CommitTurnInput) ->
         for _ in range(op.advance_sequence):
             await tx.orchestration.advance_sequence(ref)
     if usage.total_tokens:
-        await tx.orchestration.add_token_usage(ref, usage.prompt_tokens, usage.completion_tokens)
+        await tx.orchestration.count_token_usage(ref, usage.prompt_tokens, usage.completion_tokens)
 
 
 async def window_tokens(tx: StoreTransaction, info: SessionInfo) -> int:

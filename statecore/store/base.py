@@ -371,6 +371,13 @@ class OrchestrationStore(abc.ABC):
         self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
     ) -> OrchestrationState: ...
 
+    async def count_token_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        """``add_token_usage`` for a caller that does not need the new state back (a turn's
+        commit): a backend may then add in place without reading the row first."""
+        await self.add_token_usage(ref, prompt_tokens, completion_tokens)
+
     @abc.abstractmethod
     async def reset(self, ref: SessionRef) -> bool:
         """Back to defaults (the row is removed); True if there was state."""

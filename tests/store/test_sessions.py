@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from statecore.core.errors import InvalidInputError, SessionNotFoundError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, SessionRef
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, Message, SessionRef
 from statecore.store import StateStore
 from statecore.store.base import iter_sessions
 from tests.store.conftest import FakeClock
@@ -230,3 +230,28 @@ async def test_iter_sessions_walks_every_page(store: StateStore, make_ref, ns: s
     await ensure(store, *refs)
     seen = [r async for r in iter_sessions(store, ns)]
     assert seen == refs
+
+
+async def test_a_touch_counts_within_its_own_transaction_and_after_it(
+    store: StateStore, ref: SessionRef, clock: FakeClock
+) -> None:
+    """Touching a session moves its expiry for the rest of the transaction (an expiry sweep
+    in it no longer finds the session) and for every later one, log written or not."""
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(ref, ttl_seconds=60)
+    later = clock.advance(120)
+    async with store.transaction() as tx:
+        assert ref in await tx.sessions.expired(later)
+        await tx.sessions.ensure(ref)
+        assert ref not in await tx.sessions.expired(later)
+    async with store.transaction() as tx:
+        assert ref not in await tx.sessions.expired(later)
+        info = await tx.sessions.get(ref)
+        assert info is not None and info.last_accessed == later
+    clock.advance(30)
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(ref)
+        await tx.conversation.append(ref, "t1", [Message(role="user", content="hi")])
+    async with store.transaction() as tx:
+        info = await tx.sessions.get(ref)
+        assert info is not None and info.last_accessed == clock() and info.last_seq == 1

@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, delete, insert, select, update
+from sqlalchemy import Row, Select, Update, bindparam, delete, insert, select, update
 
 from statecore.core.models import (
     OrchestrationState,
@@ -104,6 +104,10 @@ class SqlOrchestrationStore(OrchestrationStore):
             )
         if not touch:
             return _out(fields, session.last_accessed, session.ttl_seconds)
+        await self._touch(session, ttl_seconds)
+        return _out(fields, session.last_accessed, session.ttl_seconds)
+
+    async def _touch(self, session: SessionRow, ttl_seconds: int | None = None) -> None:
         now = self._ctx.now
         ttl = ttl_seconds if ttl_seconds is not None else session.ttl_seconds
         # A turn's commit ensured (and so touched) the session already in this transaction.
@@ -111,7 +115,6 @@ class SqlOrchestrationStore(OrchestrationStore):
             await self._ctx.update_session(
                 session, last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl)
             )
-        return _out(fields, now, ttl)
 
     async def get(self, ref: SessionRef) -> OrchestrationState | None:
         check_ref(ref)
@@ -168,6 +171,26 @@ class SqlOrchestrationStore(OrchestrationStore):
         fields["completion_tokens"] += completion_tokens
         return await self._write(session, row, fields)
 
+    async def count_token_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        check_ref(ref)
+        check_int(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS_PER_CALL)
+        check_int(completion_tokens, "completion_tokens", maximum=MAX_TOKENS_PER_CALL)
+        session = await self._ctx.session_row(ref, lock=True)
+        added = await self._ctx.conn.execute(
+            _add_usage(),
+            {
+                "p_session_pk": session.id,
+                "p_prompt": prompt_tokens,
+                "p_completion": completion_tokens,
+            },
+        )
+        if added.rowcount == 0:  # no orchestration row yet: create it the usual way
+            await self.add_token_usage(ref, prompt_tokens, completion_tokens)
+            return
+        await self._touch(session)
+
     async def reset(self, ref: SessionRef) -> bool:
         check_ref(ref)
         session = await self._ctx.session_row(ref, lock=True)
@@ -195,6 +218,20 @@ class SqlOrchestrationStore(OrchestrationStore):
         }
         session, row = await self._locked(ref)
         await self._write(session, row, fields, touch=False)
+
+
+@functools.cache
+def _add_usage() -> Update:
+    """Add a call's tokens to a session's totals in place (a turn's commit, built once)."""
+    return (
+        update(orchestration_states)
+        .where(c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type))
+        .values(
+            prompt_tokens=c.prompt_tokens + bindparam("p_prompt", type_=c.prompt_tokens.type),
+            completion_tokens=c.completion_tokens
+            + bindparam("p_completion", type_=c.completion_tokens.type),
+        )
+    )
 
 
 @functools.cache

@@ -66,9 +66,7 @@ class SqlSessionStore(SessionStore):
         ttl = ttl_seconds if ttl_seconds is not None else row.ttl_seconds
         # Several writers of one transaction ensure the session; the clock moves once.
         if (row.last_accessed, row.ttl_seconds) != (now, ttl):
-            await ctx.update_session(
-                row, last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl)
-            )
+            ctx.touch_session(row, last_accessed=now, ttl_seconds=ttl, expires_at=expiry(now, ttl))
         return session_info(row, ref)
 
     async def get(self, ref: SessionRef) -> SessionInfo | None:
@@ -116,6 +114,7 @@ class SqlSessionStore(SessionStore):
         now = check_aware(now, "now")
         check_page_limit(limit)
         c = sessions.c
+        await self._ctx.send_touches()
         rows = await self._ctx.conn.execute(
             select(c.namespace, c.agent_id, c.session_id)
             .where(c.expires_at < now)

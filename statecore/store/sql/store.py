@@ -181,6 +181,7 @@ class SqlStateStore(StateStore):
                             )
                             try:
                                 yield SqlTransaction(ctx)
+                                await ctx.send_touches()
                             finally:
                                 ctx.open = False
                     except IntegrityError as exc:
