@@ -27,12 +27,12 @@ DIALECTS = [
 ]
 REF = SessionRef(namespace="cost", agent_id="agent", session_id="s1")
 #: Context read: the turn's record, the header, hints, the window's boundary (once the log
-#: outgrows the budget), the window. Commit: header (locked), idle clock, the turn's existing
-#: messages, insert, counters, orchestration read and write, the window's first message, the
-#: turn record, the latest turn, and the change feed (two statements: numbering and events;
-#: one on PostgreSQL, three on MariaDB). MariaDB creates the turn record with three more (see
-#: kv.py).
-MAX_STATEMENTS_PER_TURN = {"sqlite": 17, "postgresql": 17, "mysql": 21}
+#: outgrows the budget), the window (from the cached window's newest row on). Commit: header
+#: (locked), the turn's existing messages, insert, counters with the idle clock, the usage added
+#: in place, the window's first message, the turn record, the latest turn, and the change feed
+#: (two statements: numbering and events; one on PostgreSQL, three on MariaDB). MariaDB creates
+#: the turn record with three more (see kv.py).
+MAX_STATEMENTS_PER_TURN = {"sqlite": 15, "postgresql": 15, "mysql": 19}
 
 
 @pytest.fixture(params=DIALECTS)
