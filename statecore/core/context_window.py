@@ -13,6 +13,7 @@ appears without its call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -79,7 +80,7 @@ class Exchange:
     def first_seq(self) -> int:
         return self.messages[0].seq
 
-    @property
+    @functools.cached_property
     def tokens(self) -> int:
         return sum(m.tokens for m in self.messages)
 
@@ -129,16 +130,18 @@ def leading_tool_results(new_messages: Sequence[Message]) -> set[str]:
 
 def _plain(msg: Message) -> Message:
     # Stored rows and new messages were validated already; copying the fields skips a
-    # second validation pass (the window is rebuilt from SQL on every turn).
+    # second validation pass (the window is rebuilt on every turn). A copy, not the stored
+    # message itself: the model may change what it is given, and cached windows are reused.
+    d = msg.__dict__
     return trusted(
         Message,
         {
-            "role": msg.role,
-            "content": msg.content,
-            "name": msg.name,
-            "tool_calls": list(msg.tool_calls),
-            "tool_call_id": msg.tool_call_id,
-            "metadata": dict(msg.metadata),
+            "role": d["role"],
+            "content": d["content"],
+            "name": d["name"],
+            "tool_calls": list(d["tool_calls"]),
+            "tool_call_id": d["tool_call_id"],
+            "metadata": dict(d["metadata"]),
         },
     )
 
@@ -243,7 +246,8 @@ def build_context(
 
     window_msgs = [m for ex in kept for m in ex.messages]
     window_t = sum(m.tokens for m in window_msgs)
-    return AssembledContext(
+    # Built from values made valid here: validating it would run every message's checks again.
+    return AssembledContext.model_construct(
         messages=[*head.messages, *(_plain(m) for m in window_msgs), *new_plain],
         tokens=mandatory + window_t - (pinned.tokens if pinned else 0),
         max_tokens=max_tokens,
