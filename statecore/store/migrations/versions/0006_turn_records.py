@@ -12,8 +12,8 @@ its primary key is its only index and the session's foreign key deletes it with 
 
 The upgrade moves every session's ``turn`` rows into the table as they are (readers still
 read the object layout those rows hold) and deletes them from the KV table, in one INSERT ...
-SELECT and one DELETE on every dialect. Rows whose owner names no session stay where they
-are. The downgrade moves the records back into ``turn`` KV rows, rewriting the array layout
+SELECT and one DELETE on every dialect: one pass over the KV table, each row's session found
+through the sessions' unique index. Rows whose owner names no session stay where they are. The downgrade moves the records back into ``turn`` KV rows, rewriting the array layout
 this revision introduced into the object layout earlier releases read.
 
 Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
@@ -95,16 +95,31 @@ def _session_owner() -> Any:
     return sessions.c.agent_id + "/" + sessions.c.session_id
 
 
-def _kv_rows_of_sessions() -> Any:
+def _owner_parts(dialect: str) -> tuple[Any, Any]:
+    """A session-scope KV owner ('agent_id/session_id') split into its two ids, so the session
+    is found through its unique index (namespace, agent_id, session_id), one lookup per row.
+    Identifiers never contain '/'."""
+    owner = kv_entries.c.owner
+    if dialect == "postgresql":
+        return sa.func.split_part(owner, "/", 1), sa.func.split_part(owner, "/", 2)
+    if dialect in ("mysql", "mariadb"):
+        return sa.func.substring_index(owner, "/", 1), sa.func.substring_index(owner, "/", -1)
+    slash = sa.func.instr(owner, "/")
+    return sa.func.substr(owner, 1, slash - 1), sa.func.substr(owner, slash + 1)
+
+
+def _kv_rows_of_sessions(dialect: str) -> Any:
     """The ``turn`` rows of the KV table that a session owns, joined to that session."""
     kv = kv_entries.c
+    agent_id, session_id = _owner_parts(dialect)
     return sa.and_(
         kv.bucket == TURN_BUCKET,
         kv.kind == "json",
         kv.owner != "",
         sa.func.length(kv.key) <= ID,
-        kv.namespace == sessions.c.namespace,
-        kv.owner == _session_owner(),
+        sessions.c.namespace == kv.namespace,
+        sessions.c.agent_id == agent_id,
+        sessions.c.session_id == session_id,
     )
 
 
@@ -120,10 +135,10 @@ def _move_kv_rows() -> None:
     dialect = op.get_bind().dialect.name
     kv = kv_entries.c
     moved = sa.select(sessions.c.id, kv.key, _as_text(kv.value, dialect)).where(
-        _kv_rows_of_sessions()
+        _kv_rows_of_sessions(dialect)
     )
     op.execute(turn_records.insert().from_select(["session_pk", "turn_id", "record"], moved))
-    owned = sa.exists().where(_kv_rows_of_sessions())
+    owned = sa.exists().where(_kv_rows_of_sessions(dialect))
     op.execute(kv_entries.delete().where(kv.bucket == TURN_BUCKET, owned))
 
 
