@@ -15,7 +15,7 @@ from statecore.contract.activities import CommitTurnInput, CommitTurnResult, Gen
 from statecore.core.errors import NotFoundError, RevisionConflictError
 from statecore.core.models import Message, SessionRef, StoredMessage, TokenUsage, ToolCall
 from statecore.core.turn_commit import commit_turn, find_turn
-from statecore.core.turn_record import expanded_record, record_value
+from statecore.core.turn_record import compact_record, expanded_record, record_value
 from statecore.llm.offline import OfflineModel
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
@@ -235,6 +235,8 @@ def test_compact_records_round_trip(
     value = record_value(result, stored)
     assert value == encoded
     fields = expanded_record(value)
+    # The object layout says the same: it compacts back into the same array.
+    assert compact_record(fields) == value
     assert {k: fields[k] for k in ("turn", "first_seq", "last_seq", "message_count")} == {
         k: getattr(result, k) for k in ("turn", "first_seq", "last_seq", "message_count")
     }
@@ -251,6 +253,60 @@ def test_compact_records_round_trip(
 def test_records_in_the_object_layout_read_as_they_are() -> None:
     old = {"turn": 1, "first_seq": 1, "last_seq": 2, "result": {"reply_seq": 2}}
     assert expanded_record(old) is old
+
+
+@pytest.mark.parametrize(
+    ("old", "compact"),
+    [
+        # The layout releases before the reply_seq one wrote: the whole result, reply inside.
+        (
+            {
+                "last_seq": 2,
+                "message_count": 2,
+                "token_total": 17,
+                "window_tokens": 17,
+                "turn": 1,
+                "duplicate": False,
+                "first_seq": 1,
+                "state_version": None,
+                "result": {
+                    "reply": {"role": "assistant", "content": "stored long ago"},
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 3},
+                    "context_tokens": 12,
+                },
+            },
+            [1, 2, 1, 17, 17, [9, 3, 12, {"role": "assistant", "content": "stored long ago"}]],
+        ),
+        ({"turn": 1, "first_seq": 1, "last_seq": 2, "message_count": 2, "result": {}}, [1, 2, 1]),
+        (
+            # No message_count: it was 0 then, and stays 0.
+            {"turn": 4, "first_seq": 3, "last_seq": 6, "result": {"reply_seq": 5}},
+            [4, 6, 3, 0, 0, [0, 0, 0, 5], 6],
+        ),
+    ],
+)
+def test_object_layout_records_compact_without_loss(
+    old: dict[str, object], compact: list[object]
+) -> None:
+    assert compact_record(old) == compact
+    again = expanded_record(compact)
+    assert CommitTurnResult.model_validate(
+        {**again, "duplicate": True, "result": None}
+    ) == CommitTurnResult.model_validate({**old, "duplicate": True, "result": None})
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"turn": 1},  # no first_seq: it never validated
+        {"turn": 1, "first_seq": 1, "note": "a field the array has no place for"},
+        {"turn": 1, "first_seq": 1, "result": {"reply_seq": 2, "reply": {"role": "user"}}},
+        {"turn": 1, "first_seq": 1, "result": {"usage": {"prompt_tokens": 1.5}, "reply_seq": 1}},
+        [1, 2],
+    ],
+)
+def test_records_the_array_cannot_say_are_kept_as_they_are(odd: object) -> None:
+    assert compact_record(odd) is odd
 
 
 @pytest.mark.parametrize("store", DIALECTS, indirect=True)

@@ -52,6 +52,7 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.shares import invalidate_owner, is_share_entry
+from statecore.core.turn_record import compact_record
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.retry import run_transaction
 
@@ -210,13 +211,14 @@ async def _restore(tx: StoreTransaction, bundle: SessionBundle, target: SessionR
 
 def _split_turn_records(bundle: SessionBundle) -> tuple[list[KVEntry], list[tuple[str, Any]]]:
     """The bundle's KV entries for the KV store, and its turn records for theirs: schema 1
-    bundles carry turn records as JSON entries of the ``turn`` bucket. A turn id in both
-    keeps the ``turns`` section's record."""
+    bundles carry turn records as JSON entries of the ``turn`` bucket, in the object layout,
+    which is stored as the array records are written in now. A turn id in both keeps the
+    ``turns`` section's record."""
     kv: list[KVEntry] = []
     records: list[tuple[str, Any]] = []
     for entry in bundle.kv:
         if entry.bucket == TURN_RECORD_BUCKET and entry.kind == "json":
-            records.append((entry.key, entry.value))
+            records.append((entry.key, compact_record(entry.value)))
         else:
             kv.append(entry)
     records.extend((t.turn_id, t.record) for t in bundle.turns)

@@ -107,6 +107,76 @@ def expanded_record(value: Any) -> dict[str, Any]:
     return data
 
 
+_RECORD_FIELDS = frozenset(
+    {"turn", "first_seq", "last_seq", "message_count", "token_total", "window_tokens"}
+)
+
+
+def compact_record(value: Any) -> Any:
+    """A record in the object layout as the array ``record_value`` writes, when it says
+    nothing the array cannot (anything else is returned as it is, and reads as before)."""
+    if not isinstance(value, dict) or not {"turn", "first_seq"} <= value.keys():
+        return value
+    if not value.keys() <= _RECORD_FIELDS | {"state_version", "result", "duplicate"}:
+        return value
+    counters = {name: value.get(name, 0) for name in _RECORD_FIELDS}
+    state_version = value.get("state_version")
+    if not all(type(n) is int for n in counters.values()) or not (
+        state_version is None or type(state_version) is int
+    ):
+        return value
+    outcome = _compact_outcome(value.get("result"), counters["last_seq"])
+    if outcome is False:
+        return value
+    last = counters["last_seq"]
+    items = [
+        counters["turn"],
+        last,
+        last - counters["first_seq"],
+        counters["token_total"],
+        counters["window_tokens"],
+        outcome,
+        last - counters["message_count"],
+        state_version,
+    ]
+    return _trimmed(items, _RECORD_DEFAULTS)
+
+
+def _compact_outcome(outcome: Any, last_seq: int) -> list[Any] | bool | None:
+    """The outcome array of an object-layout ``result``; None for no outcome, False when
+    it does not fit the array."""
+    if outcome is None or outcome == {}:
+        return None
+    if not isinstance(outcome, dict) or not outcome.keys() <= {
+        "usage",
+        "context_tokens",
+        "reply_seq",
+        "reply",
+    }:
+        return False
+    usage = outcome.get("usage", {})
+    if not isinstance(usage, dict) or not usage.keys() <= {"prompt_tokens", "completion_tokens"}:
+        return False
+    numbers = [
+        usage.get("prompt_tokens", 0),
+        usage.get("completion_tokens", 0),
+        outcome.get("context_tokens", 0),
+    ]
+    if not all(type(n) is int for n in numbers):
+        return False
+    if ("reply" in outcome) == ("reply_seq" in outcome):
+        return False
+    reply = outcome.get("reply")
+    if reply is None:
+        seq = outcome["reply_seq"]
+        if type(seq) is not int:
+            return False
+        reply = None if seq == last_seq else seq
+    elif not isinstance(reply, dict):
+        return False
+    return _trimmed([*numbers, reply], _OUTCOME_DEFAULTS)
+
+
 def _reply_seq(reply: Message, stored: list[StoredMessage]) -> int | None:
     # The reply is the newest message a model call's commit stores; anything else keeps
     # its copy in the record rather than pointing at a message that is not the reply.
