@@ -86,7 +86,7 @@ async def populate_session(tx: StoreTransaction, ref: SessionRef, number: int) -
     await tx.orchestration.add_token_usage(ref, 100 + number, 200 + number)
     await tx.kv.put(ref.kv_scope, "prefs", "theme", {"owner": text})
     await tx.kv.put(ref.kv_scope, "blobs", "raw", text.encode())
-    await tx.kv.put(ref.kv_scope, "turn", "t1", {"owner": text})
+    await tx.turns.insert(ref, "t1", {"owner": text})
     await ToolSlots(tx, ref).put("search", "last", {"owner": text})
     tasks = TaskSlots(tx, ref)
     await tasks.upsert("job-1", {"owner": text})

@@ -56,7 +56,13 @@ async def kv_writes(tx: Any, t: Tenants) -> Owner:
 
 @write
 async def kv_clear(tx: Any, t: Tenants) -> Owner:
-    assert await tx.kv.clear(t.victim.kv_scope) == 5
+    assert await tx.kv.clear(t.victim.kv_scope) == 4
+    return owner(t.victim)
+
+
+@write
+async def turn_records_clear(tx: Any, t: Tenants) -> Owner:
+    assert await tx.turns.clear(t.victim) == 1
     return owner(t.victim)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from statecore.core.bundles import export_session
 from statecore.core.errors import SessionNotFoundError
 from statecore.core.models import Message, SessionRef
-from statecore.core.turn_commit import TURN_BUCKET, TURN_META_BUCKET
+from statecore.core.turn_commit import TURN_META_BUCKET
 from statecore.store.base import StateStore
 from statecore.store.slots import TaskSlots, ToolSlots
 
@@ -31,7 +31,7 @@ async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> Non
             )
             await tx.flow.save(ref, "plan", f"step-{turn}", {"turn": turn})
             # What statecore.core.turn_commit records for each committed turn.
-            await tx.kv.put(ref.kv_scope, TURN_BUCKET, f"turn-{turn}", {"turn": turn + 1})
+            await tx.turns.insert(ref, f"turn-{turn}", [turn + 1])
             await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, "latest", {"turn": turn + 1})
         await tx.conversation.set_summary(ref, "The user asked question 0.", 2)
         await tx.conversation.set_window_start(ref, 3)

@@ -28,6 +28,7 @@ from statecore.core.errors import (
     SessionNotFoundError,
 )
 from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.core.turn_commit import find_turn
 from statecore.store.migrate import upgrade_database
 from statecore.store.slots import TaskSlots
 from statecore.store.sql import SqlStateStore
@@ -74,16 +75,21 @@ def _rewrite(data: bytes, change) -> bytes:
 async def test_session_round_trip_between_backends(store, target_store):
     await populate(store, REF)
     exported = await export_session(store, REF)
-    assert exported.format == "statecore.session" and exported.schema_version == 1
+    assert exported.format == "statecore.session" and exported.schema_version == 2
     assert len(exported.messages) == 6 and len(exported.flows) == 3
     assert {e.bucket for e in exported.kv} == {
         "prefs",
         "blobs",
         "tool.search",
         "task.records",
-        "turn",  # turn records travel, so a re-sent turn id stays deduplicated after import
         "turn.meta",
     }
+    # Turn records travel, so a re-sent turn id stays deduplicated after import.
+    assert [(t.turn_id, t.record) for t in exported.turns] == [
+        ("turn-0", [1]),
+        ("turn-1", [2]),
+        ("turn-2", [3]),
+    ]
     data = dump_bundle(exported)
     loaded = load_bundle(data)
     assert loaded == exported
@@ -213,7 +219,7 @@ def _corruptions(good: bytes) -> dict[str, tuple[bytes, str]]:
         content["messages"][1]["cumulative_tokens"] += 1
 
     def version(content):
-        content["schema_version"] = 2
+        content["schema_version"] = 3
 
     def window(content):
         content["session"]["window_start_seq"] = 99
@@ -238,7 +244,7 @@ def _corruptions(good: bytes) -> dict[str, tuple[bytes, str]]:
         "missing field": (_rewrite(good, drop_ref), "ref: Field required"),
         "seq gap": (_rewrite(good, gap), "without gaps"),
         "cumulative tokens": (_rewrite(good, tokens), "cumulative_tokens"),
-        "schema version": (_rewrite(good, version), "reads schema_version 1"),
+        "schema version": (_rewrite(good, version), "reads schema_version 1, 2"),
         "window": (_rewrite(good, window), "window_start_seq"),
         "flow versions": (_rewrite(good, flows), "version"),
         "bad identifier": (_rewrite(good, bad_id), "agent_id"),
@@ -292,7 +298,7 @@ async def test_inconsistent_bundle_object_is_refused_before_writing(store):
     broken = bundle.model_copy(update={"messages": bundle.messages[1:]})
     with pytest.raises(BundleError, match="without gaps"):
         await import_session(store, broken, target=TARGET)
-    future = bundle.model_copy(update={"schema_version": 3})
+    future = bundle.model_copy(update={"schema_version": 3})  # no statecore wrote it yet
     with pytest.raises(BundleError, match="schema_version 1"):
         await import_session(store, future, target=TARGET)
     assert await snapshot(store, TARGET) is None
@@ -429,3 +435,55 @@ async def test_imports_and_forks_run_again_when_the_database_is_busy(
         assert copied.flows and copied.flows[-1].version == 1
     else:
         assert copied.messages == session_bundle.messages and copied.kv == session_bundle.kv
+
+
+async def test_a_schema_1_bundle_moves_its_turn_kv_entries_into_the_turn_records(store):
+    """Schema 1 bundles carried turn records as KV entries of the ``turn`` bucket, in the
+    object layout; imported, they answer a re-sent turn id like records written here."""
+    await populate(store, REF)
+    content = json.loads(dump_bundle(await export_session(store, REF)))["content"]
+    stamp = content["kv"][0]["created_at"]
+    record = {
+        "turn": 1,
+        "first_seq": 1,
+        "last_seq": 2,
+        "message_count": 2,
+        "token_total": content["messages"][1]["cumulative_tokens"],
+        "result": {"reply_seq": 2, "usage": {"prompt_tokens": 5}, "context_tokens": 7},
+    }
+    old_entries = [
+        {
+            "bucket": "turn",
+            "key": turn_id,
+            "kind": "json",
+            "value": value,
+            "revision": 1,
+            "created_at": stamp,
+            "updated_at": stamp,
+            "expires_at": None,
+        }
+        for turn_id, value in (("turn-0", record), ("turn-1", {"turn": 2}))
+    ]
+    content["schema_version"] = 1
+    del content["turns"]
+    content["kv"] = sorted(content["kv"] + old_entries, key=lambda e: (e["bucket"], e["key"]))
+    digest = hashlib.sha256(canonical_json(content)).hexdigest()
+    old = load_bundle(canonical_json({"content": content, "sha256": digest}))
+    assert old.schema_version == 1 and old.turns == []
+
+    await import_session(store, old, target=TARGET)
+    async with store.transaction() as tx:
+        assert "turn" not in await tx.kv.buckets(TARGET.kv_scope)
+        # Stored the way records are written now where the array can say it all.
+        assert await tx.turns.records(TARGET) == [
+            ("turn-0", [1, 2, 1, record["token_total"], 0, [5, 0, 7]]),
+            ("turn-1", {"turn": 2}),
+        ]
+        again = await find_turn(tx, TARGET, "turn-0")
+    assert again is not None and again.duplicate and again.last_seq == 2
+    assert again.result is not None and again.result.context_tokens == 7
+    assert again.result.reply.content == "answer 0 with some more words"
+    described = await describe(store, TARGET)
+    assert described.stores[0].metadata["turn_records"] == 2
+    # Exported again, the records travel in their own section.
+    assert [t.turn_id for t in (await export_session(store, TARGET)).turns] == ["turn-0", "turn-1"]

@@ -12,7 +12,7 @@ from statecore.core.control_plane import compact, describe, reset, sweep
 from statecore.core.errors import ResetRefusedError, UnknownStoreError
 from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.core.tokens import TokenCounter
-from statecore.core.turn_commit import TURN_BUCKET, TURN_META_BUCKET
+from statecore.core.turn_commit import TURN_META_BUCKET
 from statecore.store.slots import TaskSlots, ToolSlots
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
@@ -188,7 +188,6 @@ async def test_reset_kv_spares_slot_buckets_even_with_lookalike_user_buckets(pop
         assert await tx.kv.buckets(REF.kv_scope) == [
             "task.records",
             "tool.search",
-            TURN_BUCKET,
             TURN_META_BUCKET,
         ]
 
@@ -197,11 +196,13 @@ async def test_turn_records_go_with_the_conversation_not_with_kv(populated):
     kv_only = await reset(populated, REF, stores=["kv"])
     assert kv_only.cleared == ["kv"]
     async with populated.transaction() as tx:
-        assert await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-0") is not None
+        assert await tx.turns.get(REF, "turn-0") is not None
     conv = await reset(populated, REF, stores=["conversation"])
+    # Three turn records and the latest-turn marker.
     assert conv.stores[0].metadata["turn_records_removed"] == 4
     async with populated.transaction() as tx:
-        assert await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-0") is None
+        assert await tx.turns.get(REF, "turn-0") is None
+        assert await tx.turns.count(REF) == 0
         assert await tx.kv.get(REF.kv_scope, TURN_META_BUCKET, "latest") is None
         assert await ToolSlots(tx, REF).get("search", "last") is not None
 

@@ -108,6 +108,7 @@ async def _everything_shown(store: SqlStateStore, ref: SessionRef) -> dict[str, 
             "theme": await tx.kv.get(scope, "prefs", "theme"),
             "keys": await tx.kv.list_keys(scope, "prefs"),
             "buckets": await tx.kv.buckets(scope),
+            "turn_records": await tx.turns.records(ref),
             "state": await tx.state.get(ref.namespace, ref.session_id, ref.agent_id),
             "flow": await tx.flow.history(ref, "plan"),
             "flow_latest": await tx.flow.latest(ref, "plan"),
@@ -124,7 +125,8 @@ async def test_every_read_shows_only_its_own_owner(store: SqlStateStore, tenants
         assert foreign_labels(shown, owner(ref), tenants) == []
         assert len(shown["messages"]) == 4
         assert shown["orchestration"].active_step == step(ref)
-        assert sorted(shown["buckets"]) == ["blobs", "prefs", "task.records", "tool.search", "turn"]
+        assert sorted(shown["buckets"]) == ["blobs", "prefs", "task.records", "tool.search"]
+        assert [turn_id for turn_id, _ in shown["turn_records"]] == ["t1"]
     async with store.transaction() as tx:
         for namespace in (tenants.a, tenants.b):
             assert await tx.sessions.list(namespace) == sorted(
@@ -258,8 +260,8 @@ async def test_export_holds_only_its_own_session(store: SqlStateStore, tenants: 
         "prefs",
         "task.records",
         "tool.search",
-        "turn",
     ]
+    assert [t.turn_id for t in bundle.turns] == ["t1"]
 
 
 async def test_import_into_another_tenant_writes_only_the_target(

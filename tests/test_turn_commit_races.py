@@ -22,7 +22,6 @@ from statecore.contract.activities import (
     KVOp,
 )
 from statecore.core.models import Message, SessionRef, TokenUsage
-from statecore.core.turn_commit import TURN_BUCKET
 from statecore.llm.offline import OfflineModel
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
@@ -89,7 +88,7 @@ async def test_racing_commits_of_a_first_turn_land_once_and_agree(migrated_url: 
         async with stores[0].transaction() as tx:
             log = await tx.conversation.messages(REF)
             greeted = await tx.kv.get(REF.kv_scope, "notes", "greeted")
-            record = await tx.kv.get(REF.kv_scope, TURN_BUCKET, "turn-1")
+            record = await tx.turns.get(REF, "turn-1")
             orchestration = await tx.orchestration.get(REF)
     finally:
         for store in stores:
@@ -101,7 +100,7 @@ async def test_racing_commits_of_a_first_turn_land_once_and_agree(migrated_url: 
     assert (results[0].first_seq, results[0].last_seq, results[0].message_count) == (1, 2, 2)
     assert [(m.seq, m.content) for m in log] == [(1, "hello"), (2, "hi there")]
     assert greeted is not None and (greeted.value, greeted.revision) == (True, 1)
-    assert record is not None and record.revision == 1
+    assert record is not None and record[0] == 1
     assert orchestration is not None
     assert orchestration.cumulative_token_usage == TokenUsage(prompt_tokens=11, completion_tokens=3)
 

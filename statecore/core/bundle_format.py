@@ -18,7 +18,7 @@ import json
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, JsonValue, ValidationError
 
 from statecore.core.errors import BundleError, InvalidInputError, validation_message
 from statecore.core.models import (
@@ -35,8 +35,12 @@ from statecore.core.models import (
 
 SESSION_FORMAT: Final = "statecore.session"
 NAMESPACE_FORMAT: Final = "statecore.namespace"
-BUNDLE_SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
+#: 2: turn records travel in a section of their own (``turns``); schema 1 carried them as KV
+#: entries of the reserved ``turn`` bucket, which an import moves into the record store.
+BUNDLE_SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+#: The KV bucket that held a session's turn records in schema 1 bundles.
+TURN_RECORD_BUCKET: Final = "turn"
 
 
 class SessionHeader(StatecoreModel):
@@ -65,6 +69,14 @@ class OrchestrationSnapshot(StatecoreModel):
     cumulative_token_usage: TokenUsage = Field(default_factory=TokenUsage)
 
 
+class TurnRecordEntry(StatecoreModel):
+    """A committed turn's record (``statecore.core.turn_record``), as stored: importing it
+    keeps a re-sent turn id deduplicated."""
+
+    turn_id: str
+    record: JsonValue
+
+
 class SessionBundle(StatecoreModel):
     """Everything one session owns, restorable verbatim (AutoGen ``save_state``)."""
 
@@ -78,6 +90,8 @@ class SessionBundle(StatecoreModel):
     summary: Summary | None = None
     #: Session-scope KV entries, the tools (``tool.*``) and task (``task.*``) buckets included.
     kv: list[KVEntry] = Field(default_factory=list)
+    #: One record per committed turn, ascending turn id (schema 2; see TURN_RECORD_BUCKET).
+    turns: list[TurnRecordEntry] = Field(default_factory=list)
     #: The scoped state of (task_id=session_id, agent_id), if any.
     state: ScopedState | None = None
     #: Every checkpoint of every flow, each flow's versions ascending.
@@ -150,6 +164,8 @@ def check_session_bundle(bundle: SessionBundle) -> None:
         )
     if len({(e.bucket, e.key) for e in bundle.kv}) != len(bundle.kv):
         raise BundleError(f"{where}: a KV (bucket, key) appears twice")
+    if len({t.turn_id for t in bundle.turns}) != len(bundle.turns):
+        raise BundleError(f"{where}: a turn record appears twice")
     versions: dict[str, int] = {}
     for checkpoint in bundle.flows:
         expected = versions.get(checkpoint.flow_id, 0) + 1

@@ -18,12 +18,14 @@ from statecore.core.bundle_format import (
     NAMESPACE_FORMAT,
     SESSION_FORMAT,
     SUPPORTED_SCHEMA_VERSIONS,
+    TURN_RECORD_BUCKET,
     Bundle,
     BundleHint,
     NamespaceBundle,
     OrchestrationSnapshot,
     SessionBundle,
     SessionHeader,
+    TurnRecordEntry,
     check_namespace_bundle,
     check_session_bundle,
     dump_bundle,
@@ -40,6 +42,7 @@ from statecore.core.errors import (
 from statecore.core.inspection import inspect_session
 from statecore.core.models import (
     Hint,
+    KVEntry,
     KVScope,
     OrchestrationState,
     SessionInfo,
@@ -49,6 +52,7 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.shares import invalidate_owner, is_share_entry
+from statecore.core.turn_record import compact_record
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.retry import run_transaction
 
@@ -96,6 +100,10 @@ async def _export(tx: StoreTransaction, ref: SessionRef) -> SessionBundle:
         hints=await _bundle_hints(tx, ref),
         summary=await tx.conversation.summary(ref),
         kv=sorted(await tx.kv.entries(ref.kv_scope), key=lambda e: (e.bucket, e.key)),
+        turns=[
+            TurnRecordEntry(turn_id=turn_id, record=record)
+            for turn_id, record in await tx.turns.records(ref)
+        ],
         state=await tx.state.get(ref.namespace, ref.session_id, ref.agent_id),
         flows=flows,
         orchestration=(
@@ -176,8 +184,11 @@ async def _restore(tx: StoreTransaction, bundle: SessionBundle, target: SessionR
         system_prompt=header.system_prompt,
         window_start_seq=header.window_start_seq,
     )
-    if bundle.kv:
-        await tx.kv.restore(target.kv_scope, bundle.kv)
+    kv, records = _split_turn_records(bundle)
+    if kv:
+        await tx.kv.restore(target.kv_scope, kv)
+    if records:
+        await tx.turns.restore(target, records)
     if bundle.state is not None:
         moved = bundle.state.model_copy(
             update={
@@ -196,6 +207,22 @@ async def _restore(tx: StoreTransaction, bundle: SessionBundle, target: SessionR
             ttl_seconds=header.ttl_seconds,
         )
         await tx.orchestration.restore(target, state)
+
+
+def _split_turn_records(bundle: SessionBundle) -> tuple[list[KVEntry], list[tuple[str, Any]]]:
+    """The bundle's KV entries for the KV store, and its turn records for theirs: schema 1
+    bundles carry turn records as JSON entries of the ``turn`` bucket, in the object layout,
+    which is stored as the array records are written in now. A turn id in both keeps the
+    ``turns`` section's record."""
+    kv: list[KVEntry] = []
+    records: list[tuple[str, Any]] = []
+    for entry in bundle.kv:
+        if entry.bucket == TURN_RECORD_BUCKET and entry.kind == "json":
+            records.append((entry.key, compact_record(entry.value)))
+        else:
+            kv.append(entry)
+    records.extend((t.turn_id, t.record) for t in bundle.turns)
+    return kv, records
 
 
 async def _restore_checked(tx: StoreTransaction, bundle: SessionBundle, target: SessionRef) -> None:
@@ -376,6 +403,7 @@ __all__ = [
     "OrchestrationSnapshot",
     "SessionBundle",
     "SessionHeader",
+    "TurnRecordEntry",
     "dump_bundle",
     "export_namespace",
     "export_session",

@@ -77,7 +77,9 @@ async def _clear_store(tx: StoreTransaction, ref: SessionRef, name: str) -> dict
     if name == "conversation":
         messages = await tx.conversation.clear(ref)
         # Turn records name seqs of the log just deleted: a re-sent turn id must run afresh.
-        records = await clear_store(tx.kv, ref.kv_scope, "conversation")
+        # The conversation's KV buckets go too (the latest turn number).
+        records = await tx.turns.clear(ref)
+        records += await clear_store(tx.kv, ref.kv_scope, "conversation")
         return {"removed": messages, "turn_records_removed": records}
     if name == "state":
         removed = int(await tx.state.delete(ref.namespace, ref.session_id, ref.agent_id))

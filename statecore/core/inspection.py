@@ -54,14 +54,18 @@ def fit_items(items: Sequence[JsonValue], budget: int) -> tuple[list[JsonValue],
     return kept, False
 
 
-def count_turn_records(bucket_counts: dict[str, int]) -> int:
-    """Committed turns on record, from ``bucket_key_counts``: the conversation's buckets
-    without its bookkeeping (so 10 turns report 10)."""
-    return sum(
+async def count_turn_records(
+    tx: StoreTransaction, ref: SessionRef, bucket_counts: dict[str, int]
+) -> int:
+    """Committed turns on record: the turn record store's, plus any the session's KV scope
+    still holds in the conversation's buckets from before that store (``bucket_counts``
+    from ``bucket_key_counts``), bookkeeping left out, so 10 turns report 10."""
+    legacy = sum(
         count
         for bucket, count in bucket_counts.items()
         if bucket_store(bucket) == "conversation" and bucket != TURN_META_BUCKET
     )
+    return await tx.turns.count(ref) + legacy
 
 
 def _names(names: Sequence[str]) -> list[JsonValue]:
@@ -80,7 +84,9 @@ async def conversation_report(
     id, bookkeeping entries left out) is counted when not given."""
     conv = tx.conversation
     if turn_records is None:
-        turn_records = count_turn_records(await bucket_key_counts(tx.kv, ref.kv_scope))
+        turn_records = await count_turn_records(
+            tx, ref, await bucket_key_counts(tx.kv, ref.kv_scope)
+        )
     hints = await conv.hints(ref)
     summary = await conv.summary(ref)
     start = info.window_start_seq
@@ -259,7 +265,7 @@ async def inspect_session(
     kv, tools, task = await kv_reports(tx, ref, counts, include_data)
     reports = {
         "conversation": await conversation_report(
-            tx, ref, info, include_data, turn_records=count_turn_records(buckets)
+            tx, ref, info, include_data, turn_records=await count_turn_records(tx, ref, buckets)
         ),
         "kv": kv,
         "state": state,

@@ -2,11 +2,12 @@
 
 A turn's changes (its messages, KV writes, flow checkpoints, scoped-state document and
 orchestration updates) arrive together and are applied inside the caller's transaction. The
-turn record, written with ``expected_revision=0`` in the same transaction, is what makes the
-commit idempotent: a replayed or retried commit finds the record and returns the stored result
-without writing anything, and a concurrent duplicate loses the race with a revision conflict
-and rolls back whole. Turn records live in the session's reserved ``turn`` KV bucket, so they
-survive continue-as-new, travel in export bundles, and go away with a conversation reset.
+turn record, inserted in the same transaction, is what makes the commit idempotent: a replayed
+or retried commit finds the record and returns the stored result without writing anything, and
+a concurrent duplicate loses the race with a revision conflict and rolls back whole. Turn
+records live in the session's turn record store (``tx.turns``), so they survive
+continue-as-new, travel in export bundles, go away with a conversation reset, and are deleted
+with the session. The latest turn number stays a KV entry of the reserved ``turn.meta`` bucket.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from statecore.core.turn_record import read_record, record_value
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
-#: Reserved KV buckets of a session (never writable through the public KV surface).
+#: Reserved KV buckets of a session (never writable through the public KV surface). Turn
+#: records were kept in ``turn`` before they had a store of their own; bundles carry them as
+#: entries of that bucket still (``statecore.core.bundles``).
 TURN_BUCKET = "turn"
 TURN_META_BUCKET = "turn.meta"
 _LATEST_KEY = "latest"
@@ -32,10 +35,10 @@ _LATEST_KEY = "latest"
 
 async def find_turn(tx: StoreTransaction, ref: SessionRef, turn_id: str) -> CommitTurnResult | None:
     """The committed result of ``turn_id``, or None if it never committed."""
-    entry = await tx.kv.get(ref.kv_scope, TURN_BUCKET, turn_id)
-    if entry is None:
+    value = await tx.turns.get(ref, turn_id)
+    if value is None:
         return None
-    return await read_record(tx, ref, entry.value)
+    return await read_record(tx, ref, value)
 
 
 async def latest_turn(tx: StoreTransaction, ref: SessionRef) -> int:
@@ -50,7 +53,7 @@ async def commit_turn(
 
     ``looked_up``: the caller found no record of this turn in a transaction of its own just
     before (the model call's context read), so it is not looked up again here. A concurrent
-    attempt that committed in between still cannot commit twice: writing this turn's record
+    attempt that committed in between still cannot commit twice: inserting this turn's record
     then raises RevisionConflictError and the whole transaction rolls back."""
     ref = commit.ref
     if not looked_up:
@@ -102,13 +105,7 @@ async def commit_turn(
         result=commit.result,
     )
     try:
-        await tx.kv.put(
-            ref.kv_scope,
-            TURN_BUCKET,
-            commit.turn_id,
-            record_value(result, stored),
-            expected_revision=0,
-        )
+        await tx.turns.insert(ref, commit.turn_id, record_value(result, stored))
     except RevisionConflictError:
         # Another attempt of this same turn committed between our check and now; the caller
         # must roll this transaction back and read that result instead.

@@ -94,9 +94,9 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def delete(self, ref: SessionRef) -> bool:
-        """Delete the session and every row it owns (conversation, hints, summary, flow,
-        orchestration, KV/tools/task rows owned by ``ref.owner``, and the scoped state of
-        (task_id=session_id, agent_id)). Returns False if it did not exist."""
+        """Delete the session and every row it owns (conversation, hints, summary, turn
+        records, flow, orchestration, KV/tools/task rows owned by ``ref.owner``, and the
+        scoped state of (task_id=session_id, agent_id)). Returns False if it did not exist."""
 
     @abc.abstractmethod
     async def delete_namespace(self, namespace: str) -> int:
@@ -270,6 +270,37 @@ class KVStore(abc.ABC):
         """Delete keys whose TTL has passed, in every scope; returns how many."""
 
 
+class TurnRecordStore(abc.ABC):
+    """One record per committed turn of a session (``statecore.core.turn_record``), keyed by
+    turn id: what makes a turn's commit idempotent. A record is a JSON value, written once."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef, turn_id: str) -> Any | None:
+        """The record of ``turn_id``, or None (also when the session does not exist)."""
+
+    @abc.abstractmethod
+    async def insert(self, ref: SessionRef, turn_id: str, value: Any) -> None:
+        """Store the record of a turn that has none. RevisionConflictError (nothing written)
+        when the turn already has one, committed by a concurrent attempt included: the
+        caller's transaction must then roll back whole."""
+
+    @abc.abstractmethod
+    async def count(self, ref: SessionRef) -> int:
+        """Records of the session (0 when it does not exist)."""
+
+    @abc.abstractmethod
+    async def records(self, ref: SessionRef) -> list[tuple[str, Any]]:
+        """Every (turn_id, record) of the session in ascending turn id order (export)."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, records: Sequence[tuple[str, Any]]) -> None:
+        """Write exported records verbatim; a turn id that has a record gets the new one."""
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int:
+        """Delete every record of the session; returns how many."""
+
+
 class ScopedStateStore(abc.ABC):
     """Agentex state: one JSON document per (namespace, task_id, agent_id), at most
     MAX_STATE_BYTES (1 MiB)."""
@@ -423,6 +454,7 @@ class StoreTransaction(abc.ABC):
     sessions: SessionStore
     conversation: ConversationStore
     kv: KVStore
+    turns: TurnRecordStore
     state: ScopedStateStore
     flow: FlowStore
     orchestration: OrchestrationStore

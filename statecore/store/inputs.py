@@ -225,6 +225,16 @@ def decode_json(text: str) -> Any:
     return json.loads(text)
 
 
+def checked_turn_id(ref: Any, turn_id: Any) -> str:
+    check_ref(ref)
+    return validate_identifier(turn_id, "turn_id")
+
+
+def encode_turn_record(value: Any) -> str:
+    """A turn record's stored text: any JSON value, capped like a KV value."""
+    return encode_json(value, "turn record", MAX_KV_VALUE_BYTES)
+
+
 # --- whole argument lists, checked the same way by every backend ---------------------------
 
 

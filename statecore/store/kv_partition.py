@@ -4,8 +4,9 @@ A session's KV scope is shared by four stores:
 
 - ``tools``: buckets ``tool.<tool name>`` (ToolSlots);
 - ``task``: buckets starting with ``task.`` (TaskSlots keeps ``task.records``);
-- ``conversation``: the turn records (``turn`` and ``turn.*``, see ``statecore.core.turn_commit``),
-  which describe what each committed turn returned and go away with the log;
+- ``conversation``: ``turn.*`` (the latest turn number, see ``statecore.core.turn_commit``)
+  and ``turn``, where turn records lived before they had a store of their own
+  (``tx.turns``); these go away with the log;
 - ``kv``: every other bucket, the user's.
 
 User code may not write the reserved names (``validate_user_bucket``), so "reset kv",

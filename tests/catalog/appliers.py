@@ -64,7 +64,7 @@ BUNDLE_DEFECTS: dict[str, Callable[[bytes], bytes]] = {
     "not_json": lambda data: b"PK\x03\x04 a zip archive, not a bundle",
     "empty": lambda data: b"",
     "wrong_format": lambda data: _rewrite(data, lambda c: c.update(format="statecore.other")),
-    "schema_version": lambda data: _rewrite(data, lambda c: c.update(schema_version=2)),
+    "schema_version": lambda data: _rewrite(data, lambda c: c.update(schema_version=3)),
     "checksum": _edited,
     "seq_gap": lambda data: _rewrite(data, lambda c: c["messages"][1].update(seq=5)),
     "token_totals": lambda data: _rewrite(

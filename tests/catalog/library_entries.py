@@ -184,7 +184,7 @@ _add(
     _bundle("bundle-not-json", "a file that is not JSON", "not_json"),
     _bundle("bundle-empty", "an empty file", "empty"),
     _bundle("bundle-wrong-format", '`format: "statecore.other"`', "wrong_format"),
-    _bundle("bundle-schema-version", "`schema_version: 2` (checksum recomputed)", "schema_version"),
+    _bundle("bundle-schema-version", "`schema_version: 3` (checksum recomputed)", "schema_version"),
     _bundle("bundle-checksum", "content edited after export", "checksum"),
     _bundle("bundle-seq-gap", "message seqs 1, 5, ... (checksum recomputed)", "seq_gap"),
     _bundle("bundle-token-totals", "cumulative token counts that do not add up", "token_totals"),

@@ -22,6 +22,7 @@ from statecore.store.memory.scoped_state import MemoryScopedStateStore
 from statecore.store.memory.sessions import MemorySessionStore
 from statecore.store.memory.tables import MemoryData, Workspace
 from statecore.store.memory.transaction import TxContext
+from statecore.store.memory.turn_records import MemoryTurnRecordStore
 
 # Stores whose transaction is open in the current task: a nested transaction() would wait
 # forever for the lock its own caller holds, so it fails fast instead.
@@ -43,6 +44,7 @@ class MemoryTransaction(StoreTransaction):
         self.sessions = MemorySessionStore(ctx)
         self.conversation = MemoryConversationStore(ctx)
         self.kv = MemoryKVStore(ctx)
+        self.turns = MemoryTurnRecordStore(ctx)
         self.state = MemoryScopedStateStore(ctx)
         self.flow = MemoryFlowStore(ctx)
         self.orchestration = MemoryOrchestrationStore(ctx)

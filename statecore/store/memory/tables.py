@@ -22,7 +22,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-
 class _Deleted(enum.Enum):
     """The overlay's mark for a deleted entry (an enum member, so ``is`` narrows the type)."""
 
@@ -87,6 +86,8 @@ class SessionPartition:
     orchestration: OrchestrationRow | None = None
     #: seq -> when it was retracted; readers skip these messages, which stay in ``messages``.
     retracted: dict[int, datetime] = field(default_factory=dict)
+    #: turn_id -> the canonical JSON text of its turn record.
+    turns: dict[str, str] = field(default_factory=dict)
 
     def copy(self) -> SessionPartition:
         return SessionPartition(
@@ -98,6 +99,7 @@ class SessionPartition:
             flows={flow_id: list(rows) for flow_id, rows in self.flows.items()},
             orchestration=self.orchestration,
             retracted=dict(self.retracted),
+            turns=dict(self.turns),
         )
 
 

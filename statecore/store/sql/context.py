@@ -194,14 +194,17 @@ class SqlContext:
                 limit=self.max_packet,
             )
 
-    async def insert_unless_duplicate(self, statement: Any) -> bool:
-        """Run an INSERT in a savepoint; False (and nothing written) if it hit a unique key.
+    async def insert_unless_duplicate(
+        self, statement: Any, parameters: dict[str, Any] | None = None
+    ) -> bool:
+        """Run an INSERT (with ``parameters`` for its bind parameters) in a savepoint; False
+        (and nothing written) if it hit a unique key.
 
         The savepoint keeps the transaction usable after the violation, which PostgreSQL
         would otherwise abort."""
         try:
             async with self.conn.begin_nested():
-                await self.conn.execute(statement)
+                await self.conn.execute(statement, parameters)
         except IntegrityError:
             return False
         return True

@@ -28,7 +28,7 @@ from statecore.store.sql.version_table import (
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 
 #: The revision this code's schema corresponds to (the newest file in migrations/versions).
-HEAD_REVISION = "0005_shares_and_events"
+HEAD_REVISION = "0006_turn_records"
 
 
 def alembic_config(url: str | None = None) -> Config:

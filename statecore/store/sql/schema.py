@@ -158,6 +158,21 @@ class KVEntryRow(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), index=True)
 
 
+class TurnRecordRow(Base):
+    """What a committed turn returned (``statecore.core.turn_record``): a replayed commit of
+    the turn id finds it and answers from it. Keyed by the session's surrogate key, so a
+    record costs its turn id and a short JSON array, not a KV row's scope columns."""
+
+    __tablename__ = TABLE_PREFIX + "turn_records"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    session_pk: Mapped[int] = mapped_column(
+        big_pk(), _session_fk(), primary_key=True, autoincrement=False
+    )
+    turn_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH), primary_key=True)
+    record: Mapped[str] = mapped_column(medium_text())
+
+
 class ScopedStateRow(Base):
     """One JSON document per (namespace, task_id, agent_id)."""
 
@@ -276,6 +291,8 @@ class GraphWriteRow(Base):
     channel: Mapped[bytes] = mapped_column(medium_blob())
     value_type: Mapped[str] = mapped_column(String(32))
     value: Mapped[bytes] = mapped_column(medium_blob())
+
+
 class EventRow(Base):
     """One event of a namespace's change feed: what a commit touched (ids, sizes), never
     the content. ``seq`` counts 1, 2, 3, ... per namespace in commit order."""
@@ -316,6 +333,7 @@ sessions = metadata.tables[SessionRow.__tablename__]
 messages = metadata.tables[MessageRow.__tablename__]
 hints = metadata.tables[HintRow.__tablename__]
 kv_entries = metadata.tables[KVEntryRow.__tablename__]
+turn_records = metadata.tables[TurnRecordRow.__tablename__]
 scoped_states = metadata.tables[ScopedStateRow.__tablename__]
 flow_checkpoints = metadata.tables[FlowCheckpointRow.__tablename__]
 orchestration_states = metadata.tables[OrchestrationRow.__tablename__]

@@ -25,13 +25,14 @@ from statecore.store.sql.schema import (
     orchestration_states,
     scoped_states,
     sessions,
+    turn_records,
 )
 from statecore.store.sql.upsert import insert_or_ignore
 
 #: Tables whose rows belong to one session through ``session_pk``. They are deleted
 #: explicitly (the foreign keys also cascade) so the cascade never depends on a SQLite
 #: connection having turned foreign keys on.
-_SESSION_CHILDREN = (messages, hints, flow_checkpoints, orchestration_states)
+_SESSION_CHILDREN = (messages, hints, flow_checkpoints, orchestration_states, turn_records)
 _SESSION_KEY = ("namespace", "agent_id", "session_id")
 
 

@@ -35,6 +35,7 @@ from statecore.store.sql.revision import require_head, upgrade_engine
 from statecore.store.sql.scoped import SqlScopedStateStore
 from statecore.store.sql.sessions import SqlSessionStore
 from statecore.store.sql.transient import is_transient_conflict
+from statecore.store.sql.turn_records import SqlTurnRecordStore
 from statecore.store.sql.window_cache import DEFAULT_WINDOW_CACHE_MESSAGES, WindowCache
 
 # Stores with a transaction open in the current task. A nested transaction() would take a
@@ -57,6 +58,7 @@ class SqlTransaction(StoreTransaction):
         self.sessions = SqlSessionStore(ctx)
         self.conversation = SqlConversationStore(ctx)
         self.kv = SqlKVStore(ctx)
+        self.turns = SqlTurnRecordStore(ctx)
         self.state = SqlScopedStateStore(ctx)
         self.flow = SqlFlowStore(ctx)
         self.orchestration = SqlOrchestrationStore(ctx)

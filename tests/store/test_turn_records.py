@@ -1,0 +1,99 @@
+"""Conformance: turn records (TurnRecordStore) on every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from statecore.core.errors import (
+    InvalidIdentifierError,
+    RevisionConflictError,
+    SessionNotFoundError,
+)
+from statecore.core.models import SessionRef
+from statecore.store import StateStore
+from tests.store.helpers import ensure
+
+
+async def test_insert_get_count_and_list(store: StateStore, ref: SessionRef) -> None:
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        await tx.turns.insert(ref, "t-2", [2, 4, 1])
+        await tx.turns.insert(ref, "t-1", {"turn": 1, "result": {"reply_seq": 2}})
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t-2") == [2, 4, 1]
+        assert await tx.turns.get(ref, "t-1") == {"turn": 1, "result": {"reply_seq": 2}}
+        assert await tx.turns.get(ref, "t-3") is None
+        assert await tx.turns.count(ref) == 2
+        assert await tx.turns.records(ref) == [
+            ("t-1", {"turn": 1, "result": {"reply_seq": 2}}),
+            ("t-2", [2, 4, 1]),
+        ]
+
+
+async def test_a_turn_has_one_record(store: StateStore, ref: SessionRef) -> None:
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        await tx.turns.insert(ref, "t-1", [1])
+    with pytest.raises(RevisionConflictError):
+        async with store.transaction() as tx:
+            await tx.turns.insert(ref, "t-2", [2])
+            await tx.turns.insert(ref, "t-1", [9])
+    async with store.transaction() as tx:
+        # The conflict rolled its whole transaction back.
+        assert await tx.turns.records(ref) == [("t-1", [1])]
+
+
+async def test_records_of_a_missing_session(
+    store: StateStore, make_ref: Callable[..., SessionRef]
+) -> None:
+    ghost = make_ref("ghost")
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ghost, "t-1") is None
+        assert await tx.turns.count(ghost) == 0
+        assert await tx.turns.records(ghost) == []
+        assert await tx.turns.clear(ghost) == 0
+    with pytest.raises(SessionNotFoundError):
+        async with store.transaction() as tx:
+            await tx.turns.insert(ghost, "t-1", [1])
+
+
+async def test_records_belong_to_their_session(
+    store: StateStore, make_ref: Callable[..., SessionRef]
+) -> None:
+    mine, other = make_ref("mine"), make_ref("other")
+    await ensure(store, mine, other)
+    async with store.transaction() as tx:
+        await tx.turns.insert(mine, "t-1", [1])
+        await tx.turns.insert(other, "t-1", [5])
+    async with store.transaction() as tx:
+        assert await tx.turns.clear(mine) == 1
+    async with store.transaction() as tx:
+        assert await tx.turns.get(mine, "t-1") is None
+        assert await tx.turns.get(other, "t-1") == [5]
+        assert await tx.sessions.delete(other)
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(other)
+        # A session made again under the same name starts without the old records.
+        assert await tx.turns.count(other) == 0
+
+
+async def test_restore_writes_records_verbatim(store: StateStore, ref: SessionRef) -> None:
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        await tx.turns.insert(ref, "t-1", [1])
+        await tx.turns.restore(ref, [("t-1", {"turn": 1}), ("t-2", [2]), ("t-2", [3])])
+    async with store.transaction() as tx:
+        assert await tx.turns.records(ref) == [("t-1", {"turn": 1}), ("t-2", [3])]
+
+
+async def test_bad_turn_ids_are_refused(store: StateStore, ref: SessionRef) -> None:
+    await ensure(store, ref)
+    for bad in ("", "a/b", "x" * 129):
+        with pytest.raises(InvalidIdentifierError):
+            async with store.transaction() as tx:
+                await tx.turns.insert(ref, bad, [1])
+        async with store.transaction() as tx:
+            with pytest.raises(InvalidIdentifierError):
+                await tx.turns.get(ref, bad)
