@@ -75,6 +75,14 @@ def check_int(value: Any, what: str, *, minimum: int = 0, maximum: int = MAX_COU
     return value
 
 
+def check_token_usage(ref: Any, prompt_tokens: Any, completion_tokens: Any) -> None:
+    """The arguments of ``add_token_usage``/``count_token_usage``: a session and one call's
+    token counts."""
+    check_ref(ref)
+    check_int(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS_PER_CALL)
+    check_int(completion_tokens, "completion_tokens", maximum=MAX_TOKENS_PER_CALL)
+
+
 def check_flag(value: Any, what: str) -> bool:
     """A bool, else InvalidInputError (a truthy string must not switch behaviour)."""
     if not isinstance(value, bool):

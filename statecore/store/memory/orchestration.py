@@ -16,9 +16,9 @@ from statecore.core.models import (
 )
 from statecore.store.base import OrchestrationStore
 from statecore.store.inputs import (
-    MAX_TOKENS_PER_CALL,
     check_int,
     check_ref,
+    check_token_usage,
     checked_orchestration_update,
     recent_tools,
     revalidate,
@@ -96,9 +96,7 @@ class MemoryOrchestrationStore(OrchestrationStore):
     async def add_token_usage(
         self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
     ) -> OrchestrationState:
-        check_ref(ref)
-        check_int(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS_PER_CALL)
-        check_int(completion_tokens, "completion_tokens", maximum=MAX_TOKENS_PER_CALL)
+        check_token_usage(ref, prompt_tokens, completion_tokens)
         row = self._current(ref)
         return self._write(
             ref,

@@ -22,9 +22,9 @@ from statecore.core.models import (
 )
 from statecore.store.base import OrchestrationStore
 from statecore.store.inputs import (
-    MAX_TOKENS_PER_CALL,
     check_int,
     check_ref,
+    check_token_usage,
     checked_orchestration_update,
     recent_tools,
     revalidate,
@@ -162,9 +162,7 @@ class SqlOrchestrationStore(OrchestrationStore):
     async def add_token_usage(
         self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
     ) -> OrchestrationState:
-        check_ref(ref)
-        check_int(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS_PER_CALL)
-        check_int(completion_tokens, "completion_tokens", maximum=MAX_TOKENS_PER_CALL)
+        check_token_usage(ref, prompt_tokens, completion_tokens)
         session, row = await self._locked(ref)
         fields = _fields(row)
         fields["prompt_tokens"] += prompt_tokens
@@ -174,9 +172,7 @@ class SqlOrchestrationStore(OrchestrationStore):
     async def count_token_usage(
         self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
     ) -> None:
-        check_ref(ref)
-        check_int(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS_PER_CALL)
-        check_int(completion_tokens, "completion_tokens", maximum=MAX_TOKENS_PER_CALL)
+        check_token_usage(ref, prompt_tokens, completion_tokens)
         session = await self._ctx.session_row(ref, lock=True)
         added = await self._ctx.conn.execute(
             _add_usage(),
