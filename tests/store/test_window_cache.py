@@ -16,6 +16,7 @@ import pytest
 from statecore.core.models import Message, SessionRef, StoredMessage
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import SqlStateStore
+from statecore.store.sql.window_cache import CachedWindow, WindowCache
 from tests.store.conftest import FakeClock
 
 BUDGET = 10_000
@@ -183,3 +184,18 @@ async def test_the_cache_is_bounded(
         assert store._windows.held_messages <= 5
     finally:
         await store.close()
+
+
+async def test_the_cache_is_bounded_by_tokens_too(stores, make_ref) -> None:
+    cached, _, _ = stores
+    windows = {}
+    for name in ("s1", "s2"):
+        await _turn(cached, make_ref(name), "t1", "a few words of text", "and a few more words")
+        windows[name] = await _window(cached, make_ref(name))
+    per_window = sum(m.tokens for m in windows["s1"])
+    cache = WindowCache(max_messages=100, max_tokens=per_window * 2 - 1)
+    cache.put(1, CachedWindow(windows["s1"][0].seq, tuple(windows["s1"])))
+    cache.put(2, CachedWindow(windows["s2"][0].seq, tuple(windows["s2"])))
+    assert cache.get(1) is None and cache.get(2) is not None  # the older one made room
+    cache.put(3, CachedWindow(1, tuple(windows["s1"] + windows["s2"])))  # alone too large
+    assert cache.get(3) is None and cache.get(2) is not None

@@ -16,11 +16,12 @@ So when the row at the anchor's ``seq`` is still there, not retracted, and ident
 fields, every cached row is as SQL holds it; otherwise the window is read whole, as without a
 cache. A rolled-back write cannot leave rows here either: only read-only transactions fill it.
 
-Bounded by the number of messages held in all; the least recently used sessions go first.
+Bounded by the messages and the tokens held in all; the least recently used sessions go first.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ from statecore.core.models import StoredMessage
 
 #: Messages kept across all sessions by default: 50 sessions with windows of 400 messages.
 DEFAULT_WINDOW_CACHE_MESSAGES = 20_000
+#: Tokens of message text kept across all sessions (~16 MB of text at ~4 bytes a token), so
+#: that a few sessions with long messages cannot make the cache large.
+WINDOW_CACHE_TOKENS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,10 @@ class CachedWindow:
     @property
     def anchor(self) -> StoredMessage:
         return self.messages[-1]
+
+    @functools.cached_property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.messages)
 
 
 def same_row(cached: StoredMessage, row: Mapping[str, Any]) -> bool:
@@ -63,10 +71,16 @@ def same_row(cached: StoredMessage, row: Mapping[str, Any]) -> bool:
 class WindowCache:
     """Windows by session header primary key, least recently used first out."""
 
-    def __init__(self, max_messages: int = DEFAULT_WINDOW_CACHE_MESSAGES) -> None:
+    def __init__(
+        self,
+        max_messages: int = DEFAULT_WINDOW_CACHE_MESSAGES,
+        max_tokens: int = WINDOW_CACHE_TOKENS,
+    ) -> None:
         self.max_messages = max_messages
+        self.max_tokens = max_tokens
         self._windows: OrderedDict[int, CachedWindow] = OrderedDict()
         self._held = 0
+        self._held_tokens = 0
 
     def get(self, session_pk: int) -> CachedWindow | None:
         found = self._windows.get(session_pk)
@@ -76,18 +90,20 @@ class WindowCache:
 
     def put(self, session_pk: int, window: CachedWindow) -> None:
         self.discard(session_pk)
-        if not window.messages or len(window.messages) > self.max_messages:
+        size = len(window.messages)
+        if not size or size > self.max_messages or window.tokens > self.max_tokens:
             return
         self._windows[session_pk] = window
-        self._held += len(window.messages)
-        while self._held > self.max_messages:
-            _, oldest = self._windows.popitem(last=False)
-            self._held -= len(oldest.messages)
+        self._held += size
+        self._held_tokens += window.tokens
+        while self._held > self.max_messages or self._held_tokens > self.max_tokens:
+            self.discard(next(iter(self._windows)))
 
     def discard(self, session_pk: int) -> None:
         gone = self._windows.pop(session_pk, None)
         if gone is not None:
             self._held -= len(gone.messages)
+            self._held_tokens -= gone.tokens
 
     @property
     def held_messages(self) -> int:
