@@ -28,6 +28,23 @@ DIALECTS = [
 ]
 REF = SessionRef(namespace="record", agent_id="agent", session_id="s1")
 
+#: A record in the layout earlier releases wrote: the whole result, reply included.
+REPLY_INSIDE_RECORD = {
+    "last_seq": 2,
+    "message_count": 2,
+    "token_total": 17,
+    "window_tokens": 17,
+    "turn": 1,
+    "duplicate": False,
+    "first_seq": 1,
+    "state_version": None,
+    "result": {
+        "reply": {"role": "assistant", "content": "stored long ago"},
+        "usage": {"prompt_tokens": 9, "completion_tokens": 3},
+        "context_tokens": 12,
+    },
+}
+
 
 @pytest.fixture
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[SqlStateStore]:
@@ -98,22 +115,7 @@ async def test_a_reply_not_stored_as_a_message_stays_in_its_record(store: SqlSta
 async def test_a_record_with_the_reply_inside_still_answers_a_duplicate_send(
     store: SqlStateStore,
 ) -> None:
-    # The layout earlier releases wrote: the whole result, reply included.
-    old = {
-        "last_seq": 2,
-        "message_count": 2,
-        "token_total": 17,
-        "window_tokens": 17,
-        "turn": 1,
-        "duplicate": False,
-        "first_seq": 1,
-        "state_version": None,
-        "result": {
-            "reply": {"role": "assistant", "content": "stored long ago"},
-            "usage": {"prompt_tokens": 9, "completion_tokens": 3},
-            "context_tokens": 12,
-        },
-    }
+    old = REPLY_INSIDE_RECORD
     async with store.transaction() as tx:
         await tx.sessions.ensure(REF)
         await tx.turns.insert(REF, "old-turn", old)
@@ -258,23 +260,9 @@ def test_records_in_the_object_layout_read_as_they_are() -> None:
 @pytest.mark.parametrize(
     ("old", "compact"),
     [
-        # The layout releases before the reply_seq one wrote: the whole result, reply inside.
+        # The layout releases before the reply_seq one wrote.
         (
-            {
-                "last_seq": 2,
-                "message_count": 2,
-                "token_total": 17,
-                "window_tokens": 17,
-                "turn": 1,
-                "duplicate": False,
-                "first_seq": 1,
-                "state_version": None,
-                "result": {
-                    "reply": {"role": "assistant", "content": "stored long ago"},
-                    "usage": {"prompt_tokens": 9, "completion_tokens": 3},
-                    "context_tokens": 12,
-                },
-            },
+            REPLY_INSIDE_RECORD,
             [1, 2, 1, 17, 17, [9, 3, 12, {"role": "assistant", "content": "stored long ago"}]],
         ),
         ({"turn": 1, "first_seq": 1, "last_seq": 2, "message_count": 2, "result": {}}, [1, 2, 1]),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -99,24 +99,24 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
-def _payload_bytes(text: str) -> int:
-    try:
-        size = int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a whole number of bytes") from None
-    if size < 1:
-        raise ValueError(f"{text} must be 1 byte or more")
-    return size
+def _count_of(unit: str) -> Callable[[str], int]:
+    """A parser of a whole number of ``unit`` s (1 or more), for a flag's ``type``."""
+
+    def parse(text: str) -> int:
+        try:
+            count = int(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a whole number of {unit}s") from None
+        if count < 1:
+            raise ValueError(f"{text} must be 1 {unit} or more")
+        return count
+
+    parse.__name__ = f"{unit}_count"
+    return parse
 
 
-def _tokens(text: str) -> int:
-    try:
-        tokens = int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a whole number of tokens") from None
-    if tokens < 1:
-        raise ValueError(f"{text} must be 1 token or more")
-    return tokens
+_payload_bytes = _count_of("byte")
+_tokens = _count_of("token")
 
 
 @dataclass

@@ -26,8 +26,8 @@ from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
 #: Reserved KV buckets of a session (never writable through the public KV surface). Turn
-#: records were kept in ``turn`` before they had a store of their own; bundles carry them as
-#: entries of that bucket still (``statecore.core.bundles``).
+#: records were kept in ``turn`` before they had a store of their own; schema 1 bundles carry
+#: them as entries of that bucket, which import into ``tx.turns`` (``statecore.core.bundles``).
 TURN_BUCKET = "turn"
 TURN_META_BUCKET = "turn.meta"
 _LATEST_KEY = "latest"
