@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from statecore.core.errors import InvalidLimitError
 from statecore.core.models import Message, SessionRef, StoredMessage
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import SqlStateStore
@@ -199,3 +200,11 @@ async def test_the_cache_is_bounded_by_tokens_too(stores, make_ref) -> None:
     assert cache.get(1) is None and cache.get(2) is not None  # the older one made room
     cache.put(3, CachedWindow(1, tuple(windows["s1"] + windows["s2"])))  # alone too large
     assert cache.get(3) is None and cache.get(2) is not None
+
+
+@pytest.mark.parametrize("bad", [True, "100", -1, 1.5])
+async def test_a_bad_cache_bound_is_refused(database_url: str | None, bad: object) -> None:
+    if database_url is None:
+        pytest.skip("the window cache belongs to the SQL store")
+    with pytest.raises(InvalidLimitError, match="window_cache_messages"):
+        await SqlStateStore.connect(database_url, window_cache_messages=bad)  # type: ignore[arg-type]
