@@ -1,10 +1,15 @@
-"""SQLite connections make one trip to their thread per statement (statecore.store.sql.
-sqlite_driver) and still behave exactly like SQLAlchemy's aiosqlite driver: rows, row counts,
-inserted ids, streaming, errors and rollbacks."""
+"""SQLite connections run a locked transaction's statements without a trip to their thread
+(statecore.store.sql.sqlite_driver), never make the event loop wait for a lock, and still
+behave exactly like SQLAlchemy's aiosqlite driver: rows, row counts, inserted ids,
+streaming, errors and rollbacks."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from statecore.core.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.sqlite_driver import OneTripConnection
+from statecore.store.sql.engine import READ_ONLY_OPTION, create_store_engine
+from statecore.store.sql.sqlite_driver import InlineConnection
 
 REF = SessionRef(namespace="trips", agent_id="agent", session_id="s1")
 
@@ -29,13 +34,13 @@ class TripCounter:
         self.trips = 0
         self.statements = 0
         self.on = False
-        real = OneTripConnection._execute
+        real = InlineConnection._execute
 
-        async def counted(connection: OneTripConnection, fn: Any, *args: Any, **kw: Any) -> Any:
+        async def counted(connection: InlineConnection, fn: Any, *args: Any, **kw: Any) -> Any:
             self.trips += self.on
             return await real(connection, fn, *args, **kw)
 
-        monkeypatch.setattr(OneTripConnection, "_execute", counted)
+        monkeypatch.setattr(InlineConnection, "_execute", counted)
         event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
 
     def _statement(self, *_: Any) -> None:
@@ -53,7 +58,7 @@ async def engine(tmp_path: Any) -> AsyncIterator[AsyncEngine]:
         await engine.dispose()
 
 
-async def test_a_turn_like_transaction_costs_one_trip_per_statement_plus_its_commit(
+async def test_a_turn_like_pair_of_transactions_costs_two_trips(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
@@ -64,19 +69,142 @@ async def test_a_turn_like_transaction_costs_one_trip_per_statement_plus_its_com
         async with store.transaction() as tx:  # opens a pooled connection (its own trips)
             await tx.sessions.ensure(REF)
         counter.on = True
+        async with store.transaction(read_only=True) as tx:
+            await tx.conversation.tail(REF, max_messages=10)
         async with store.transaction() as tx:
             await tx.conversation.append(REF, "t1", [Message(role="user", content="hello")])
             await tx.kv.put(REF.kv_scope, "notes", "k", {"n": 1})
-        async with store.transaction(read_only=True) as tx:
-            await tx.conversation.tail(REF, max_messages=10)
         counter.on = False
+        async with store.transaction(read_only=True) as tx:
+            assert [m.content for m in await tx.conversation.tail(REF, max_messages=10)] == [
+                "hello"
+            ]
+            assert (await tx.kv.get(REF.kv_scope, "notes", "k")).value == {"n": 1}
     finally:
         await store.close()
-    # Each statement (BEGIN included) is one trip, each transaction adds its COMMIT, and
-    # handing the connection back to the pool adds nothing. The stock driver made ~4 trips
-    # per statement and one more for the pool's rollback.
+    # The read's first SELECT takes its snapshot on the thread, and the write's COMMIT (which
+    # may checkpoint) runs there; every other statement, BEGIN IMMEDIATE included, runs in
+    # place. The stock driver made ~4 trips per statement plus one for the pool's rollback.
     assert counter.statements >= 6
-    assert counter.trips == counter.statements + 2
+    assert counter.trips == 2
+
+
+async def test_a_read_only_transaction_that_writes_takes_the_write_lock_on_the_thread(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = TripCounter(monkeypatch, engine)
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
+        counter.on = True
+        async with conn.begin():
+            trips = [counter.trips]
+            for sql in (
+                "SELECT count(*) FROM t",  # takes the snapshot: thread
+                "SELECT count(*) FROM t",  # reads the snapshot: in place
+                "INSERT INTO t (v) VALUES ('a')",  # takes the write lock: thread
+                "INSERT INTO t (v) VALUES ('b')",  # holds it: in place
+            ):
+                await conn.execute(text(sql))
+                trips.append(counter.trips)
+        counter.on = False
+    assert [b - a for a, b in itertools.pairwise(trips)] == [1, 0, 1, 0]
+    # BEGIN ran in place; the COMMIT of a transaction that wrote went to the thread.
+    assert counter.trips == 3
+    async with engine.connect() as conn:
+        assert (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all() == [
+            "a",
+            "b",
+        ]
+
+
+async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_path: Any) -> None:
+    path = tmp_path / "locked.db"
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO t (v) VALUES ('first')")
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        asyncio.get_running_loop().call_later(0.4, other.commit)
+        started = time.monotonic()
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('second')"))
+            waited = time.monotonic() - started
+            # The busy timeout tried in place at zero is back at the engine's own value.
+            assert await conn.scalar(text("PRAGMA busy_timeout")) == 30000
+        ticker.cancel()
+        other.close()
+        assert waited >= 0.35
+        # The event loop ran on while BEGIN IMMEDIATE waited for the lock.
+        assert ticks >= 20
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+        assert rows == ["first", "second"]
+    finally:
+        await engine.dispose()
+
+
+async def test_a_lock_held_past_the_busy_timeout_fails_typed_and_the_connection_recovers(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "held.db"
+    engine = create_store_engine(
+        f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.2}, pool_size=1, max_overflow=0
+    )
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="database is locked"):
+            async with engine.begin() as conn:
+                await conn.execute(text("INSERT INTO t (v) VALUES ('refused')"))
+        other.rollback()
+        other.close()
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('after')"))
+            assert await conn.scalar(text("PRAGMA busy_timeout")) == 200
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["after"]
+    finally:
+        await engine.dispose()
+
+
+async def test_a_call_still_on_the_thread_makes_the_next_statement_queue_behind_it(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = TripCounter(monkeypatch, engine)
+    async with engine.begin() as conn:
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert isinstance(driver, InlineConnection)
+        finished: list[float] = []
+
+        def slow() -> None:
+            time.sleep(0.3)
+            finished.append(time.monotonic())
+
+        # A task cancelled while it awaits a trip leaves the call running on the thread.
+        waiting = asyncio.create_task(driver._execute(slow))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        counter.on = True
+        await conn.execute(text("INSERT INTO t (v) VALUES ('queued')"))
+        assert finished and counter.trips == 1
+        await conn.execute(text("INSERT INTO t (v) VALUES ('in place')"))
+        assert counter.trips == 1
+        counter.on = False
+    async with engine.connect() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM t")) == 2
 
 
 async def test_rows_counts_and_ids_come_back_as_with_the_stock_driver(engine: AsyncEngine) -> None:
@@ -142,6 +270,6 @@ async def test_connection_threads_do_not_keep_the_interpreter_alive(engine: Asyn
     async with engine.connect() as conn:
         raw = await conn.get_raw_connection()
         driver = raw.driver_connection
-    assert isinstance(driver, OneTripConnection)
+    assert isinstance(driver, InlineConnection)
     thread = getattr(driver, "_thread", driver)
     assert isinstance(thread, threading.Thread) and thread.daemon

@@ -1,6 +1,7 @@
 """Database URL -> AsyncEngine, with the settings each dialect needs for statecore.
 
-- SQLite (aiosqlite): one thread trip per statement (``sqlite_driver``), WAL journal,
+- SQLite (aiosqlite): a transaction's statements run on the event loop's thread once it holds
+  its locks (``sqlite_driver``), WAL journal,
   foreign keys on, a busy timeout, and every transaction
   opened with ``BEGIN IMMEDIATE``. SQLite has one writer; taking the write lock at BEGIN
   makes a second writer wait (up to the busy timeout) instead of failing with "database is
@@ -131,8 +132,8 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
         conn.exec_driver_sql("BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
 
     def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        # SQLAlchemy's own aiosqlite connect, with connections that make one thread trip
-        # per statement instead of four (see sqlite_driver).
+        # SQLAlchemy's own aiosqlite connect, with connections that leave their thread out
+        # of a locked transaction's statements (see sqlite_driver).
         return dialect.loaded_dbapi.connect(
             *cargs, async_creator_fn=sqlite_driver.connect, **cparams
         )

@@ -1,26 +1,47 @@
-"""aiosqlite connections that cost one trip to their thread per statement.
+"""aiosqlite connections that leave their thread out of a transaction's statements.
 
 aiosqlite runs each sqlite3 call on a thread of its own connection and hands the result back
-through the event loop. SQLAlchemy's aiosqlite adapter makes four such trips per statement:
-open a cursor, execute, fetch the rows, close the cursor. Each trip wakes the connection's
-thread and then the event loop, and resumes the awaiting coroutines; a turn ran ~60 of them,
-which made SQLite turns cost measurably more CPU than PostgreSQL ones (bench/README.md).
+through the event loop. One trip wakes the connection's thread, then the event loop through
+its self-pipe, then the awaiting coroutine: about 0.1 ms of CPU, three times what SQLAlchemy
+and SQLite themselves spend on a small indexed statement. A turn ran ~20 of them
+(bench/README.md, "The SQLite driver").
 
-Here a cursor does all four in one trip: it executes, reads every row and closes on the
-connection's thread, then answers SQLAlchemy's later ``fetchall``/``close`` from what it
-kept. That is what the stock adapter does too (it reads every row of a non-streaming result
-at once), so results and errors are unchanged. A rollback with no transaction open, which
-SQLAlchemy issues whenever a connection goes back to the pool, costs no trip at all.
+The thread is there so that a statement which waits does not stop the event loop. Inside a
+transaction that already holds its locks, no statement waits on another connection:
 
-Statecore never streams results from SQLite; a streaming (server-side) cursor here would
-still work, holding its rows in memory like a buffered one.
+- ``BEGIN IMMEDIATE`` took the database's write lock, and in WAL mode a writer never waits
+  for readers; its statements change pages in this connection's cache.
+- A deferred ``BEGIN`` whose first read has been answered holds a WAL snapshot, and later
+  reads of that snapshot wait for nobody.
+
+So those statements run here, on the event loop's thread, and cost no trip. What can wait, or
+does file I/O whose length nobody bounds, keeps the trip:
+
+- ``BEGIN IMMEDIATE`` is first tried here with the busy timeout at zero: when another
+  connection holds the write lock it fails at once, leaves no transaction open, and is sent
+  to the thread to wait there with the connection's own busy timeout.
+- A deferred transaction's first read (taking the snapshot) and its first write (taking
+  the write lock).
+- A write transaction's COMMIT, which may run a WAL checkpoint, and its ROLLBACK.
+- Everything outside a transaction: schema changes, PRAGMAs, the pool's checks.
+
+Results come back as the stock adapter gives them: each execute reads every row and closes
+its sqlite3 cursor at once, then answers SQLAlchemy's ``fetchall``/``close`` from what it
+kept, as the stock adapter does for a non-streaming result. Errors keep their types. A
+rollback with no transaction open, which SQLAlchemy issues whenever a connection goes back
+to the pool, costs nothing.
+
+The sqlite3 connection is used from two threads, one at a time: a statement runs here only
+when no call of this connection is queued or running on its thread (a task cancelled while
+awaiting a trip leaves that call running, and the next statement queues behind it).
 """
 
 from __future__ import annotations
 
+import enum
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -28,27 +49,118 @@ import aiosqlite
 
 #: Rows aiosqlite hands out per trip when a result is iterated; its own default.
 _ITER_CHUNK_SIZE = 64
+#: SQLite's primary result code for "another connection holds the lock".
+_SQLITE_BUSY = 5
+#: Statements that take the write lock when a deferred transaction runs them.
+_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
+
+Outcome = tuple[Any, list[Any], int, int | None]
 
 
-class OneTripConnection(aiosqlite.Connection):
-    """An aiosqlite connection whose cursors make one thread trip per statement."""
+class Locks(enum.Enum):
+    """What the connection's open transaction holds, as far as running statements here goes."""
 
-    def cursor(self) -> OneTripCursor:  # type: ignore[override]
-        return OneTripCursor(self)
+    NONE = "no transaction"
+    DEFERRED = "deferred BEGIN, nothing read yet"
+    SNAPSHOT = "a WAL read snapshot"
+    WRITE = "the write lock"
+
+
+class InlineConnection(aiosqlite.Connection):
+    """An aiosqlite connection whose locked transactions run their statements in place."""
+
+    def __init__(self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int):
+        super().__init__(connector, iter_chunk_size)
+        self.locks = Locks.NONE
+        # Calls handed to the thread, and calls it finished: each counter is written by one
+        # thread only, so their difference is the calls still queued or running.
+        self._sent = 0
+        self._finished = 0
+
+    def cursor(self) -> InlineCursor:  # type: ignore[override]
+        return InlineCursor(self)
+
+    async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        call = partial(fn, *args, **kwargs)
+
+        def counted() -> Any:
+            try:
+                return call()
+            finally:
+                self._finished += 1
+
+        self._sent += 1
+        return await super()._execute(counted)
+
+    def _here(self) -> sqlite3.Connection | None:
+        """The sqlite3 connection, when this thread may use it now: no call of it is on
+        the thread, and the transaction the lock state describes is still open."""
+        sqlite = self._connection
+        if sqlite is None or self._sent != self._finished:
+            return None
+        if not sqlite.in_transaction:
+            # Ended by a statement (COMMIT as SQL) or by SQLite itself (some errors roll
+            # back); either way nothing is held any more.
+            self.locks = Locks.NONE
+        return sqlite
+
+    async def run(self, statement: Any, sql: str, parameters: Any) -> Outcome:
+        """``statement(sqlite3 cursor, sql, parameters)``, here when nothing can make it
+        wait and on the connection's thread otherwise."""
+        words = sql.lstrip()[:24].upper().split(None, 2)
+        verb = words[0] if words else ""
+        sqlite = self._here()
+        if sqlite is not None:
+            if verb == "BEGIN":
+                deferred = _begins_deferred(words)
+                # A deferred BEGIN touches no file: it only ends autocommit.
+                outcome = (
+                    _run_statement(sqlite, statement, sql, parameters)
+                    if deferred
+                    else _begin_without_waiting(sqlite, statement, sql, parameters)
+                )
+                if outcome is not None:
+                    self.locks = Locks.DEFERRED if deferred else Locks.WRITE
+                    return outcome
+            elif self.locks is Locks.WRITE or (self.locks is Locks.SNAPSHOT and verb == "SELECT"):
+                return _run_statement(sqlite, statement, sql, parameters)
+        outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
+        if verb == "BEGIN":
+            self.locks = Locks.DEFERRED if _begins_deferred(words) else Locks.WRITE
+        elif self.locks is Locks.DEFERRED and verb == "SELECT":
+            self.locks = Locks.SNAPSHOT
+        elif self.locks is not Locks.NONE and verb in _WRITES:
+            self.locks = Locks.WRITE
+        return outcome
+
+    async def commit(self) -> None:
+        sqlite = self._here()
+        if sqlite is not None and self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
+            # Ending a read releases a snapshot: no checkpoint, no wait.
+            sqlite.commit()
+            self.locks = Locks.NONE
+            return
+        await super().commit()
+        self.locks = Locks.NONE
 
     async def rollback(self) -> None:
         # Returning a connection to the pool rolls it back even after a commit; with no
         # transaction open that is a no-op, so skip the trip. in_transaction is a flag read.
-        connection = self._connection
-        if connection is not None and not connection.in_transaction:
+        sqlite = self._here()
+        if sqlite is not None and not sqlite.in_transaction:
+            return
+        if sqlite is not None and self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
+            sqlite.rollback()
+            self.locks = Locks.NONE
             return
         await super().rollback()
+        self.locks = Locks.NONE
 
 
-class OneTripCursor:
-    """What SQLAlchemy's adapter needs of an aiosqlite cursor, one trip per execute."""
+class InlineCursor:
+    """What SQLAlchemy's adapter needs of an aiosqlite cursor, at most one trip per execute."""
 
-    def __init__(self, connection: OneTripConnection) -> None:
+    def __init__(self, connection: InlineConnection) -> None:
         self._connection = connection
         self._rows: list[Any] = []
         self.description: Any = None
@@ -56,26 +168,21 @@ class OneTripCursor:
         self.lastrowid: int | None = None
         self.arraysize = 1
 
-    async def __aenter__(self) -> OneTripCursor:
+    async def __aenter__(self) -> InlineCursor:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
 
-    async def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> OneTripCursor:
-        return await self._run(sqlite3.Cursor.execute, sql, parameters or ())
+    async def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> InlineCursor:
+        return self._take(await self._connection.run(sqlite3.Cursor.execute, sql, parameters or ()))
 
-    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> OneTripCursor:
-        return await self._run(sqlite3.Cursor.executemany, sql, parameters)
+    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> InlineCursor:
+        return self._take(await self._connection.run(sqlite3.Cursor.executemany, sql, parameters))
 
-    async def _run(self, statement: Any, sql: str, parameters: Any) -> OneTripCursor:
-        """One trip: ``statement(sqlite3 cursor, sql, parameters)`` on the connection's thread."""
-        run = partial(_on_thread, self._connection._conn, statement, sql, parameters)
-        self._take(await self._connection._execute(run))
-        return self
-
-    def _take(self, outcome: tuple[Any, list[Any], int, int | None]) -> None:
+    def _take(self, outcome: Outcome) -> InlineCursor:
         self.description, self._rows, self.rowcount, self.lastrowid = outcome
+        return self
 
     async def fetchall(self) -> list[Any]:
         rows, self._rows = self._rows, []
@@ -93,10 +200,10 @@ class OneTripCursor:
         self._rows = []
 
 
-def _on_thread(
+def _run_statement(
     connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any
-) -> tuple[Any, list[Any], int, int | None]:
-    """On the connection's thread: run the statement, read all it returns, close."""
+) -> Outcome:
+    """Run the statement, read all it returns, close its cursor."""
     cursor = connection.cursor()
     try:
         statement(cursor, sql, parameters)
@@ -106,10 +213,35 @@ def _on_thread(
         cursor.close()
 
 
-def connect(database: str, **kwargs: Any) -> OneTripConnection:
+def _begins_deferred(words: list[str]) -> bool:
+    """Whether a BEGIN (its first words, upper case) takes no lock until its first read."""
+    return len(words) == 1 or words[1] in ("DEFERRED", "TRANSACTION")
+
+
+def _begin_without_waiting(
+    connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any
+) -> Outcome | None:
+    """BEGIN IMMEDIATE (or EXCLUSIVE) here with the busy timeout at zero; None if another
+    connection holds the lock it asks for (then nothing was begun, and the caller sends it
+    to the thread to wait there)."""
+    (timeout_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        return _run_statement(connection, statement, sql, parameters)
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF != _SQLITE_BUSY or connection.in_transaction:
+            raise
+        return None
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+
+
+def connect(database: str, **kwargs: Any) -> InlineConnection:
     """Like ``aiosqlite.connect``: a connection to await, its thread a daemon (a pooled
     connection left open must not keep the interpreter from exiting)."""
-    connection = OneTripConnection(partial(sqlite3.connect, database, **kwargs), _ITER_CHUNK_SIZE)
+    # Used from the event loop's thread too, never at the same time (see the module's doc).
+    kwargs["check_same_thread"] = False
+    connection = InlineConnection(partial(sqlite3.connect, database, **kwargs), _ITER_CHUNK_SIZE)
     # aiosqlite >= 0.22 keeps its worker thread in ``_thread``; before, the connection was it.
     thread = getattr(connection, "_thread", connection)
     if not isinstance(thread, threading.Thread):
