@@ -8,6 +8,8 @@
   locked" when a read transaction later tries to write. A transaction opened read-only
   (the ``READ_ONLY_OPTION`` execution option) starts with a plain deferred ``BEGIN``: in
   WAL mode it reads a snapshot and never waits for the write lock.
+- PostgreSQL (asyncpg) and MariaDB/MySQL: a pooled connection idle for a second or more is
+  pinged before use (``liveness``), not every one.
 - PostgreSQL (asyncpg): READ COMMITTED (the server default) plus row locks where it matters.
 - MariaDB/MySQL (asyncmy): utf8mb4, READ COMMITTED (no gap locks, so concurrent inserts of
   different keys do not deadlock) and strict SQL mode (oversized values fail instead of being
@@ -25,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from statecore.core.errors import DriverMissingError, InvalidInputError
 from statecore.store.sql import sqlite_driver
+from statecore.store.sql.liveness import ping_after_idle
 
 #: Seconds a SQLite transaction waits for the write lock before failing.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
@@ -90,7 +93,8 @@ def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
     require_driver(parsed)
     if dialect == "sqlite":
         return _sqlite_engine(parsed, engine_kwargs)
-    engine_kwargs.setdefault("pool_pre_ping", True)
+    # Unless the caller chose pool_pre_ping, only connections that sat idle are pinged.
+    ping_idle = "pool_pre_ping" not in engine_kwargs
     connect_args = engine_kwargs.setdefault("connect_args", {})
     # asyncpg calls it `timeout`, asyncmy `connect_timeout`.
     connect_args.setdefault(
@@ -104,8 +108,11 @@ def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
         engine_kwargs.setdefault("pool_recycle", 3600)
         engine = create_async_engine(parsed, **engine_kwargs)
         event.listen(engine.sync_engine, "connect", _mysql_on_connect)
-        return engine
-    return create_async_engine(parsed, **engine_kwargs)
+    else:
+        engine = create_async_engine(parsed, **engine_kwargs)
+    if ping_idle:
+        ping_after_idle(engine)
+    return engine
 
 
 def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
