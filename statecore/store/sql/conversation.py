@@ -117,17 +117,11 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         check_message_range(ref, from_seq, to_seq, limit)
         check_flag(include_retracted, "include_retracted")
         session = await self._ctx.session_row(ref)
-        statement = select(message_table).where(message_table.c.session_pk == session.id)
-        if not include_retracted:
-            statement = statement.where(message_table.c.retracted_at.is_(None))
-        if from_seq is not None:
-            statement = statement.where(message_table.c.seq >= from_seq)
-        if to_seq is not None:
-            statement = statement.where(message_table.c.seq <= to_seq)
-        statement = statement.order_by(message_table.c.seq)
-        if limit is not None:
-            statement = statement.limit(limit)
-        return [stored_message(row) for row in await self._ctx.conn.execute(statement)]
+        statement = _message_range(
+            include_retracted, from_seq is not None, to_seq is not None, limit is not None
+        )
+        params = {"p_session_pk": session.id, "p_from": from_seq, "p_to": to_seq, "p_limit": limit}
+        return [stored_message(row) for row in await self._ctx.conn.execute(statement, params)]
 
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
@@ -293,6 +287,28 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
 
 
 # The two statements of ``tail``, built once with bind parameters: every turn runs them.
+@functools.cache
+def _message_range(
+    include_retracted: bool, from_seq: bool, to_seq: bool, limit: bool
+) -> Select[Any]:
+    """``messages()`` for one combination of its optional bounds, built once: each commit
+    reads the window's first message through it."""
+    c = message_table.c
+    statement = select(message_table).where(
+        c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type)
+    )
+    if not include_retracted:
+        statement = statement.where(c.retracted_at.is_(None))
+    if from_seq:
+        statement = statement.where(c.seq >= bindparam("p_from", type_=c.seq.type))
+    if to_seq:
+        statement = statement.where(c.seq <= bindparam("p_to", type_=c.seq.type))
+    statement = statement.order_by(c.seq)
+    if limit:
+        statement = statement.limit(bindparam("p_limit", type_=c.seq.type))
+    return statement
+
+
 @functools.cache
 def _window_boundary() -> Select[Any]:
     c = message_table.c
