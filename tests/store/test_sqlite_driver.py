@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from statecore.core.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
-from statecore.store.sql import SqlStateStore
+from statecore.store.sql import SqlStateStore, sqlite_driver
 from statecore.store.sql.engine import READ_ONLY_OPTION, create_store_engine
 from statecore.store.sql.sqlite_driver import InlineConnection
 
@@ -89,7 +89,7 @@ async def test_a_turn_like_pair_of_transactions_costs_two_trips(
     assert counter.trips == 2
 
 
-async def test_a_read_only_transaction_that_writes_takes_the_write_lock_on_the_thread(
+async def test_a_read_only_transaction_that_writes_sends_all_it_does_next_to_the_thread(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = TripCounter(monkeypatch, engine)
@@ -101,20 +101,94 @@ async def test_a_read_only_transaction_that_writes_takes_the_write_lock_on_the_t
             for sql in (
                 "SELECT count(*) FROM t",  # takes the snapshot: thread
                 "SELECT count(*) FROM t",  # reads the snapshot: in place
-                "INSERT INTO t (v) VALUES ('a')",  # takes the write lock: thread
-                "INSERT INTO t (v) VALUES ('b')",  # holds it: in place
+                "INSERT INTO t (v) VALUES ('a')",  # may wait for the write lock: thread
+                "SELECT count(*) FROM t",  # a transaction that may write: thread
             ):
                 await conn.execute(text(sql))
                 trips.append(counter.trips)
         counter.on = False
-    assert [b - a for a, b in itertools.pairwise(trips)] == [1, 0, 1, 0]
-    # BEGIN ran in place; the COMMIT of a transaction that wrote went to the thread.
-    assert counter.trips == 3
+    assert [b - a for a, b in itertools.pairwise(trips)] == [1, 0, 1, 1]
+    # BEGIN ran in place; the COMMIT of a transaction that may have written went to the thread.
+    assert counter.trips == 4
     async with engine.connect() as conn:
-        assert (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all() == [
-            "a",
-            "b",
-        ]
+        assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["a"]
+
+
+async def test_a_first_read_of_no_table_still_takes_the_snapshot(
+    engine: AsyncEngine, tmp_path: Any
+) -> None:
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
+        async with conn.begin():
+            assert await conn.scalar(text("SELECT 1")) == 1
+            other = sqlite3.connect(tmp_path / "trips.db", isolation_level=None)
+            other.execute("INSERT INTO t (v) VALUES ('after the snapshot')")
+            other.close()
+            # Read in place, from the snapshot the first read took.
+            assert await conn.scalar(text("SELECT count(*) FROM t")) == 0
+    async with engine.connect() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM t")) == 1
+
+
+async def test_a_read_only_transaction_that_writes_waits_for_the_lock_on_the_thread(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "temp.db"
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.5})
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
+            with pytest.raises(OperationalError, match="database is locked"):
+                async with conn.begin():
+                    # A write to a temporary table, then one that needs the write lock.
+                    await conn.execute(text("CREATE TEMP TABLE scratch (a)"))
+                    await conn.execute(text("INSERT INTO t (v) VALUES ('waits')"))
+        ticker.cancel()
+        other.rollback()
+        other.close()
+        # The busy timeout ran out on the thread while the event loop went on.
+        assert ticks >= 25
+    finally:
+        await engine.dispose()
+
+
+async def test_commit_sent_as_sql_goes_to_the_thread(tmp_path: Any) -> None:
+    driver = await sqlite_driver.connect(str(tmp_path / "raw.db"), isolation_level=None)
+    try:
+        trips = 0
+        real = driver._execute
+
+        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+            nonlocal trips
+            trips += 1
+            return await real(fn, *args, **kw)
+
+        driver._execute = counted  # type: ignore[method-assign]
+        cursor = driver.cursor()
+        await cursor.execute("CREATE TABLE t (v TEXT)")  # outside a transaction: thread
+        await cursor.execute("BEGIN IMMEDIATE")  # in place, the lock being free
+        await cursor.execute("INSERT INTO t VALUES ('x')")  # in place
+        assert trips == 1
+        await cursor.execute("COMMIT")  # may checkpoint: thread
+        assert trips == 2
+        assert driver.locks is sqlite_driver.Locks.NONE
+        await cursor.execute("INSERT INTO t VALUES ('y')")  # outside a transaction: thread
+        assert trips == 3
+    finally:
+        await driver.close()
 
 
 async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_path: Any) -> None:

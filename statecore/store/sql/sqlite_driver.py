@@ -3,26 +3,33 @@
 aiosqlite runs each sqlite3 call on a thread of its own connection and hands the result back
 through the event loop. One trip wakes the connection's thread, then the event loop through
 its self-pipe, then the awaiting coroutine: about 0.1 ms of CPU, three times what SQLAlchemy
-and SQLite themselves spend on a small indexed statement. A turn ran ~20 of them
-(bench/README.md, "The SQLite driver").
+and SQLite themselves spend on a small indexed statement. A turn made ~16 of them
+(bench/README.md, "SQLite statements without the thread trip").
 
-The thread is there so that a statement which waits does not stop the event loop. Inside a
-transaction that already holds its locks, no statement waits on another connection:
+The thread is there so that a statement which waits for another connection does not stop
+the event loop. Inside a transaction that already holds its locks, none does:
 
 - ``BEGIN IMMEDIATE`` took the database's write lock, and in WAL mode a writer never waits
-  for readers; its statements change pages in this connection's cache.
+  for readers.
 - A deferred ``BEGIN`` whose first read has been answered holds a WAL snapshot, and later
   reads of that snapshot wait for nobody.
 
-So those statements run here, on the event loop's thread, and cost no trip. What can wait, or
-does file I/O whose length nobody bounds, keeps the trip:
+So the statements of the first, and the SELECTs of the second, run here, on the event loop's
+thread, and cost no trip. They read and write pages through SQLite's cache and the operating
+system's, however many: a very large read blocks the event loop for as long as it takes, as
+building its rows did on the thread too. What can wait for another connection, or run a WAL
+checkpoint, keeps the trip:
 
 - ``BEGIN IMMEDIATE`` is first tried here with the busy timeout at zero: when another
   connection holds the write lock it fails at once, leaves no transaction open, and is sent
   to the thread to wait there with the connection's own busy timeout.
-- A deferred transaction's first read (taking the snapshot) and its first write (taking
-  the write lock).
-- A write transaction's COMMIT, which may run a WAL checkpoint, and its ROLLBACK.
+- A deferred transaction's first read, which takes the snapshot (followed in the same trip
+  by a read of the schema version, so that a first ``SELECT 1`` takes it too).
+- Anything but a SELECT in a deferred transaction, and from then on all it does: it may be
+  waiting for the write lock, or hold it. The kind of a statement is read from its first
+  word, and only ``BEGIN IMMEDIATE`` is trusted to have taken the write lock.
+- A write transaction's COMMIT, which may run a WAL checkpoint, and its ROLLBACK; COMMIT,
+  END and ROLLBACK sent as SQL.
 - Everything outside a transaction: schema changes, PRAGMAs, the pool's checks.
 
 Results come back as the stock adapter gives them: each execute reads every row and closes
@@ -51,8 +58,8 @@ import aiosqlite
 _ITER_CHUNK_SIZE = 64
 #: SQLite's primary result code for "another connection holds the lock".
 _SQLITE_BUSY = 5
-#: Statements that take the write lock when a deferred transaction runs them.
-_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
+#: Statements that end a transaction, sent as SQL: they go to the thread, as commit() does.
+_ENDS = frozenset({"COMMIT", "END"})
 
 Outcome = tuple[Any, list[Any], int, int | None]
 
@@ -62,8 +69,11 @@ class Locks(enum.Enum):
 
     NONE = "no transaction"
     DEFERRED = "deferred BEGIN, nothing read yet"
-    SNAPSHOT = "a WAL read snapshot"
-    WRITE = "the write lock"
+    SNAPSHOT = "a WAL read snapshot, nothing written"
+    #: A deferred transaction ran something other than a read: it may hold the write lock,
+    #: or may have to wait for it. Everything it does from here on goes to the thread.
+    UNKNOWN = "a deferred transaction that may write"
+    WRITE = "the write lock, taken by BEGIN IMMEDIATE"
 
 
 class InlineConnection(aiosqlite.Connection):
@@ -109,8 +119,9 @@ class InlineConnection(aiosqlite.Connection):
         wait and on the connection's thread otherwise."""
         words = sql.lstrip()[:24].upper().split(None, 2)
         verb = words[0] if words else ""
+        ends = verb in _ENDS or (verb == "ROLLBACK" and "TO" not in words[1:])
         sqlite = self._here()
-        if sqlite is not None:
+        if sqlite is not None and not ends:
             if verb == "BEGIN":
                 deferred = _begins_deferred(words)
                 # A deferred BEGIN touches no file: it only ends autocommit.
@@ -124,19 +135,27 @@ class InlineConnection(aiosqlite.Connection):
                     return outcome
             elif self.locks is Locks.WRITE or (self.locks is Locks.SNAPSHOT and verb == "SELECT"):
                 return _run_statement(sqlite, statement, sql, parameters)
-        outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
-        if verb == "BEGIN":
-            self.locks = Locks.DEFERRED if _begins_deferred(words) else Locks.WRITE
-        elif self.locks is Locks.DEFERRED and verb == "SELECT":
+        if verb == "SELECT" and self.locks is Locks.DEFERRED:
+            # The first read takes the snapshot, unless it reads no table (SELECT 1): the
+            # PRAGMA reads the schema, which takes it whatever the SELECT did.
+            outcome = await self._execute(
+                _read_taking_snapshot, self._conn, statement, sql, parameters
+            )
             self.locks = Locks.SNAPSHOT
-        elif self.locks is not Locks.NONE and verb in _WRITES:
-            self.locks = Locks.WRITE
+            return outcome
+        outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
+        if ends:
+            self.locks = Locks.NONE
+        elif verb == "BEGIN":
+            self.locks = Locks.DEFERRED if _begins_deferred(words) else Locks.WRITE
+        elif self.locks in (Locks.DEFERRED, Locks.SNAPSHOT) and verb != "SELECT":
+            self.locks = Locks.UNKNOWN
         return outcome
 
     async def commit(self) -> None:
         sqlite = self._here()
         if sqlite is not None and self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
-            # Ending a read releases a snapshot: no checkpoint, no wait.
+            # Ending a read that wrote nothing releases a snapshot: no checkpoint, no wait.
             sqlite.commit()
             self.locks = Locks.NONE
             return
@@ -211,6 +230,16 @@ def _run_statement(
         return cursor.description, rows, cursor.rowcount, cursor.lastrowid
     finally:
         cursor.close()
+
+
+def _read_taking_snapshot(
+    connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any
+) -> Outcome:
+    """A deferred transaction's first read, and then the schema version: a read of the
+    database file, so the transaction holds its WAL snapshot from here on."""
+    outcome = _run_statement(connection, statement, sql, parameters)
+    connection.execute("PRAGMA main.schema_version").fetchone()
+    return outcome
 
 
 def _begins_deferred(words: list[str]) -> bool:
