@@ -5,7 +5,9 @@ connection that died while idle, as in a database restart, is replaced before it
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from statecore.store.sql import liveness
 from statecore.store.sql.engine import create_store_engine
 from statecore.store.sql.liveness import PING_AFTER_IDLE_SECONDS
 from tests.dbs import fresh_database
@@ -116,5 +119,34 @@ async def test_a_pool_pre_ping_the_caller_passes_is_kept(
             await backend_id(engine)
         # SQLAlchemy's own: every checkout but the connection's first.
         assert pings == [2]
+    finally:
+        await engine.dispose()
+
+
+async def test_a_machine_suspended_while_the_connection_sat_idle_counts_as_idle(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_store_engine(url, pool_size=1, max_overflow=0)
+    try:
+        pings = count_pings(monkeypatch, engine)
+        first = await backend_id(engine)
+        await kill(url, engine, first)
+        # Suspended: the wall clock moved on, the monotonic clock stood still.
+        later = SimpleNamespace(monotonic=time.monotonic, time=lambda: time.time() + 60)
+        monkeypatch.setattr(liveness, "time", later)
+        assert await backend_id(engine) != first
+        assert pings == [1]
+    finally:
+        await engine.dispose()
+
+
+async def test_the_connection_returned_last_is_handed_out_first(url: str) -> None:
+    engine = create_store_engine(url, pool_size=2, max_overflow=0)
+    try:
+        async with engine.connect() as a, engine.connect() as b:
+            ids = [int(await c.scalar(text(BACKEND_ID[dialect_of(engine)]))) for c in (a, b)]
+        # Closed in reverse order: a went back to the pool last. Handed out first every time,
+        # it stays warm and b stays idle (first-in-first-out would alternate b, a, b, a).
+        assert [await backend_id(engine) for _ in range(4)] == [ids[0]] * 4
     finally:
         await engine.dispose()

@@ -93,8 +93,11 @@ def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
     require_driver(parsed)
     if dialect == "sqlite":
         return _sqlite_engine(parsed, engine_kwargs)
-    # Unless the caller chose pool_pre_ping, only connections that sat idle are pinged.
+    # Unless the caller chose pool_pre_ping, only connections that sat idle are pinged, and
+    # the pool hands out the connection returned last, so the busy ones stay busy.
     ping_idle = "pool_pre_ping" not in engine_kwargs
+    if ping_idle:
+        engine_kwargs.setdefault("pool_use_lifo", True)
     connect_args = engine_kwargs.setdefault("connect_args", {})
     # asyncpg calls it `timeout`, asyncmy `connect_timeout`.
     connect_args.setdefault(
