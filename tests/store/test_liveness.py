@@ -150,3 +150,14 @@ async def test_the_connection_returned_last_is_handed_out_first(url: str) -> Non
         assert [await backend_id(engine) for _ in range(4)] == [ids[0]] * 4
     finally:
         await engine.dispose()
+
+
+async def test_a_pool_class_of_the_callers_own_is_used_as_given(url: str) -> None:
+    # NullPool takes no pool settings: statecore adds none to it, and it connects afresh
+    # for every transaction, so there is nothing idle to ping.
+    engine = create_store_engine(url, poolclass=NullPool)
+    try:
+        first = await backend_id(engine)
+        assert await backend_id(engine) != first
+    finally:
+        await engine.dispose()

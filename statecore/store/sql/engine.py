@@ -94,9 +94,10 @@ def create_store_engine(url: str | URL, **engine_kwargs: Any) -> AsyncEngine:
     if dialect == "sqlite":
         return _sqlite_engine(parsed, engine_kwargs)
     # Unless the caller chose pool_pre_ping, only connections that sat idle are pinged, and
-    # the pool hands out the connection returned last, so the busy ones stay busy.
+    # the default pool hands out the connection returned last, so the busy ones stay busy.
+    # A pool class or pool of the caller's own may take no such setting (NullPool does not).
     ping_idle = "pool_pre_ping" not in engine_kwargs
-    if ping_idle:
+    if ping_idle and "poolclass" not in engine_kwargs and "pool" not in engine_kwargs:
         engine_kwargs.setdefault("pool_use_lifo", True)
     connect_args = engine_kwargs.setdefault("connect_args", {})
     # asyncpg calls it `timeout`, asyncmy `connect_timeout`.
