@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,6 +30,16 @@ KILL = {"postgresql": "SELECT pg_terminate_backend({id})", "mysql": "KILL {id}"}
 async def url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     async with fresh_database(request.param, "ping") as url:
         yield url
+
+
+@asynccontextmanager
+async def one_connection(url: str) -> AsyncIterator[AsyncEngine]:
+    """statecore's engine for ``url`` with a pool of exactly one connection."""
+    engine = create_store_engine(url, pool_size=1, max_overflow=0)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 def dialect_of(engine: AsyncEngine) -> str:
@@ -65,21 +76,17 @@ async def kill(url: str, engine: AsyncEngine, victim: int) -> None:
 async def test_a_connection_in_steady_use_is_not_pinged(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = create_store_engine(url, pool_size=1, max_overflow=0)
-    try:
+    async with one_connection(url) as engine:
         pings = count_pings(monkeypatch, engine)
         ids = {await backend_id(engine) for _ in range(5)}
         assert len(ids) == 1  # one pooled connection, reused five times
         assert pings == [0]
-    finally:
-        await engine.dispose()
 
 
 async def test_a_connection_killed_while_idle_is_replaced_before_use(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = create_store_engine(url, pool_size=1, max_overflow=0)
-    try:
+    async with one_connection(url) as engine:
         pings = count_pings(monkeypatch, engine)
         first = await backend_id(engine)
         await kill(url, engine, first)
@@ -88,15 +95,12 @@ async def test_a_connection_killed_while_idle_is_replaced_before_use(
         second = await backend_id(engine)
         assert second != first
         assert pings == [1]
-    finally:
-        await engine.dispose()
 
 
 async def test_a_connection_killed_between_two_quick_uses_fails_once_then_is_replaced(
     url: str,
 ) -> None:
-    engine = create_store_engine(url, pool_size=1, max_overflow=0)
-    try:
+    async with one_connection(url) as engine:
         first = await backend_id(engine)
         await kill(url, engine, first)
         # Back in use within the threshold: not pinged, so the drop surfaces as the
@@ -105,8 +109,6 @@ async def test_a_connection_killed_between_two_quick_uses_fails_once_then_is_rep
             await backend_id(engine)
         assert raised.value.connection_invalidated
         assert await backend_id(engine) != first
-    finally:
-        await engine.dispose()
 
 
 async def test_a_pool_pre_ping_the_caller_passes_is_kept(
@@ -126,8 +128,7 @@ async def test_a_pool_pre_ping_the_caller_passes_is_kept(
 async def test_a_machine_suspended_while_the_connection_sat_idle_counts_as_idle(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = create_store_engine(url, pool_size=1, max_overflow=0)
-    try:
+    async with one_connection(url) as engine:
         pings = count_pings(monkeypatch, engine)
         first = await backend_id(engine)
         await kill(url, engine, first)
@@ -136,8 +137,6 @@ async def test_a_machine_suspended_while_the_connection_sat_idle_counts_as_idle(
         monkeypatch.setattr(liveness, "time", later)
         assert await backend_id(engine) != first
         assert pings == [1]
-    finally:
-        await engine.dispose()
 
 
 async def test_the_connection_returned_last_is_handed_out_first(url: str) -> None:

@@ -47,6 +47,23 @@ class TripCounter:
         self.statements += self.on
 
 
+class LoopTicks:
+    """Counts 10 ms ticks of the event loop from creation to ``stop()``: a loop that keeps
+    ticking was not blocked meanwhile."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._task = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.01)
+            self.ticks += 1
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+
 @pytest.fixture
 async def engine(tmp_path: Any) -> AsyncIterator[AsyncEngine]:
     engine = create_store_engine(f"sqlite+aiosqlite:///{tmp_path / 'trips.db'}")
@@ -140,15 +157,7 @@ async def test_a_read_only_transaction_that_writes_waits_for_the_lock_on_the_thr
             await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
-        ticks = 0
-
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        ticker = asyncio.create_task(tick())
+        ticker = LoopTicks()
         async with engine.connect() as conn:
             conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
             with pytest.raises(OperationalError, match="database is locked"):
@@ -156,11 +165,11 @@ async def test_a_read_only_transaction_that_writes_waits_for_the_lock_on_the_thr
                     # A write to a temporary table, then one that needs the write lock.
                     await conn.execute(text("CREATE TEMP TABLE scratch (a)"))
                     await conn.execute(text("INSERT INTO t (v) VALUES ('waits')"))
-        ticker.cancel()
+        ticker.stop()
         other.rollback()
         other.close()
         # The busy timeout ran out on the thread while the event loop went on.
-        assert ticks >= 25
+        assert ticker.ticks >= 25
     finally:
         await engine.dispose()
 
@@ -200,15 +209,7 @@ async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_pat
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
         other.execute("INSERT INTO t (v) VALUES ('first')")
-        ticks = 0
-
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        ticker = asyncio.create_task(tick())
+        ticker = LoopTicks()
         asyncio.get_running_loop().call_later(0.4, other.commit)
         started = time.monotonic()
         async with engine.begin() as conn:
@@ -216,11 +217,11 @@ async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_pat
             waited = time.monotonic() - started
             # The busy timeout tried in place at zero is back at the engine's own value.
             assert await conn.scalar(text("PRAGMA busy_timeout")) == 30000
-        ticker.cancel()
+        ticker.stop()
         other.close()
         assert waited >= 0.35
         # The event loop ran on while BEGIN IMMEDIATE waited for the lock.
-        assert ticks >= 20
+        assert ticker.ticks >= 20
         async with engine.connect() as conn:
             rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
         assert rows == ["first", "second"]
