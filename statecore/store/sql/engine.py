@@ -134,6 +134,10 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
             cursor.execute("PRAGMA foreign_keys = ON")
             if not memory:
                 cursor.execute("PRAGMA journal_mode = WAL")
+                mode = cursor.fetchone()
+                driver = getattr(dbapi_connection, "driver_connection", None)
+                if mode is not None and str(mode[0]).lower() == "wal" and driver is not None:
+                    driver.wal = True  # statements may run in place (sqlite_driver)
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()

@@ -82,6 +82,8 @@ class InlineConnection(aiosqlite.Connection):
     def __init__(self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int):
         super().__init__(connector, iter_chunk_size)
         self.locks = Locks.NONE
+        #: Set once the connection runs in WAL mode: the reasoning above holds only there.
+        self.wal = False
         # Calls handed to the thread, and calls it finished: each counter is written by one
         # thread only, so their difference is the calls still queued or running.
         self._sent = 0
@@ -106,7 +108,7 @@ class InlineConnection(aiosqlite.Connection):
         """The sqlite3 connection, when this thread may use it now: no call of it is on
         the thread, and the transaction the lock state describes is still open."""
         sqlite = self._connection
-        if sqlite is None or self._sent != self._finished:
+        if sqlite is None or not self.wal or self._sent != self._finished:
             return None
         if not sqlite.in_transaction:
             # Ended by a statement (COMMIT as SQL) or by SQLite itself (some errors roll
