@@ -231,6 +231,64 @@ async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_pat
         await engine.dispose()
 
 
+def _rollback_journal_database_with_its_write_lock_held(path: Any) -> sqlite3.Connection:
+    """A database not yet in WAL mode, and a connection holding its write lock: SQLite
+    refuses another connection's switch to WAL at once then, without waiting its busy
+    timeout (what processes opening one new database together run into)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+    assert other.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t (v) VALUES ('first')")
+    return other
+
+
+async def test_the_switch_to_wal_waits_for_a_writer_instead_of_failing(tmp_path: Any) -> None:
+    path = tmp_path / "new.db"
+    other = _rollback_journal_database_with_its_write_lock_held(path)
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
+    try:
+        ticker = LoopTicks()
+        asyncio.get_running_loop().call_later(0.3, other.commit)
+        started = time.monotonic()
+        async with engine.connect() as conn:
+            waited = time.monotonic() - started
+            assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert isinstance(driver, InlineConnection) and driver.wal
+        ticker.stop()
+        assert waited >= 0.25
+        assert ticker.ticks >= 15  # it waited without blocking the event loop
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('second')"))
+            rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+        assert rows == ["first", "second"]
+    finally:
+        other.close()
+        await engine.dispose()
+
+
+async def test_the_switch_to_wal_fails_typed_once_the_busy_timeout_has_passed(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "held-new.db"
+    other = _rollback_journal_database_with_its_write_lock_held(path)
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.2})
+    try:
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="database is locked"):
+            async with engine.connect():
+                pass
+        assert 0.15 <= time.monotonic() - started < 5
+        other.commit()
+        async with engine.connect() as conn:  # the next connection switches it
+            assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"
+            assert (await conn.execute(text("SELECT v FROM t"))).scalars().all() == ["first"]
+    finally:
+        other.close()
+        await engine.dispose()
+
+
 async def test_a_lock_held_past_the_busy_timeout_fails_typed_and_the_connection_recovers(
     tmp_path: Any,
 ) -> None:

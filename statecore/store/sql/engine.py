@@ -132,12 +132,7 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
-            if not memory:
-                cursor.execute("PRAGMA journal_mode = WAL")
-                mode = cursor.fetchone()
-                driver = getattr(dbapi_connection, "driver_connection", None)
-                if mode is not None and str(mode[0]).lower() == "wal" and driver is not None:
-                    driver.wal = True  # statements may run in place (sqlite_driver)
+            if not memory:  # do_connect put the database in WAL mode
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -148,10 +143,9 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
 
     def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         # SQLAlchemy's own aiosqlite connect, with connections that leave their thread out
-        # of a locked transaction's statements (see sqlite_driver).
-        return dialect.loaded_dbapi.connect(
-            *cargs, async_creator_fn=sqlite_driver.connect, **cparams
-        )
+        # of a locked transaction's statements (see sqlite_driver), a file's in WAL mode.
+        creator = sqlite_driver.connect if memory else sqlite_driver.connect_in_wal_mode
+        return dialect.loaded_dbapi.connect(*cargs, async_creator_fn=creator, **cparams)
 
     event.listen(engine.sync_engine, "do_connect", do_connect)
     event.listen(engine.sync_engine, "connect", on_connect)

@@ -45,9 +45,11 @@ awaiting a trip leaves that call running, and the next statement queues behind i
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
@@ -60,6 +62,11 @@ _ITER_CHUNK_SIZE = 64
 _SQLITE_BUSY = 5
 #: Statements that end a transaction, sent as SQL: they go to the thread, as commit() does.
 _ENDS = frozenset({"COMMIT", "END"})
+#: sqlite3.connect's own default busy timeout, in seconds.
+_SQLITE3_DEFAULT_TIMEOUT = 5.0
+#: First and longest pause between two tries of the switch to WAL mode.
+_WAL_RETRY_FIRST_SECONDS = 0.005
+_WAL_RETRY_MAX_SECONDS = 0.1
 
 Outcome = tuple[Any, list[Any], int, int | None]
 
@@ -265,6 +272,45 @@ def _begin_without_waiting(
         return None
     finally:
         connection.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+
+
+async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
+    """A connection (``connect``) whose database is in WAL mode, switched there if it was
+    not; its ``wal`` flag says whether the switch held (a database on a file system without
+    shared memory may refuse it, and stays in its old mode).
+
+    SQLite refuses the switch at once, without waiting its busy timeout, while another
+    connection holds the write lock of a database not yet in WAL mode: several processes
+    opening one new database together meet exactly that. The switch is tried again, with
+    growing pauses, until the connection's busy timeout has passed, then fails as SQLite
+    failed it."""
+    connection = connect(database, **kwargs)
+    await connection  # starts its thread, which opens the database
+    try:
+        connection.wal = await _switch_to_wal(
+            connection, float(kwargs.get("timeout", _SQLITE3_DEFAULT_TIMEOUT))
+        )
+    except BaseException:
+        await connection.close()
+        raise
+    return connection
+
+
+async def _switch_to_wal(connection: InlineConnection, wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    pause = _WAL_RETRY_FIRST_SECONDS
+    while True:
+        try:
+            _, rows, _, _ = await connection.run(
+                sqlite3.Cursor.execute, "PRAGMA journal_mode = WAL", ()
+            )
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != _SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, _WAL_RETRY_MAX_SECONDS)
+            continue
+        return bool(rows) and str(rows[0][0]).lower() == "wal"
 
 
 def connect(database: str, **kwargs: Any) -> InlineConnection:
