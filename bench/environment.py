@@ -70,7 +70,11 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-async def server_facts(server: DevServer) -> dict[str, Any]:
+async def server_facts(
+    server: DevServer, overrides: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The server's version and the dynamic config it runs with: ``overrides`` are the values
+    it was started with, the defaults those of the settings a benchmark depends on."""
     client = await Client.connect(server.address)
     info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
     cli = subprocess.run(
@@ -80,6 +84,6 @@ async def server_facts(server: DevServer) -> dict[str, Any]:
         "server_version": info.server_version,
         "cli_version": cli.stdout.strip(),
         "persistence": "SQLite file (temporal server start-dev --db-filename)",
-        "dynamic_config_overrides": {},
+        "dynamic_config_overrides": dict(overrides or {}),
         "dynamic_config_defaults": DYNAMIC_CONFIG_DEFAULTS,
     }

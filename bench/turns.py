@@ -5,8 +5,9 @@
     .venv/bin/python bench/turns.py --long    # the long session alone (10,000 turns)
 
 Everything runs against ONE embedded dev server (SQLite-file backed, no dynamic config
-changed) with the worker in this process. The scenarios take turns in many short rounds, in
-a shuffled order, so a noisy machine slows them alike; every ratio is taken within a round.
+changed unless ``--server-config`` says so) with the worker in this process. The scenarios
+take turns in many short rounds, in a shuffled order, so a noisy machine slows them alike;
+every ratio is taken within a round.
 See bench/README.md for what is measured and how.
 """
 
@@ -83,6 +84,8 @@ class Settings:
     long_turns_per_run: int | None
     long_max_minutes: float
     out: Path
+    #: Dynamic config values the dev server starts with (``--server-config``); none by default.
+    server_config: dict[str, str] = field(default_factory=dict)
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -107,7 +110,20 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         default=40.0,
         help="stop the long session after this long and report what it reached",
     )
+    p.add_argument(
+        "--server-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a dynamic config value for the dev server (repeatable); the results record it",
+    )
     a = p.parse_args(argv)
+    server_config: dict[str, str] = {}
+    for item in a.server_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            p.error(f"--server-config takes KEY=VALUE, got {item!r}")
+        server_config[key.strip()] = value.strip()
     if a.quick and a.long:
         p.error("--quick and --long are separate runs")
     quick = a.quick
@@ -134,6 +150,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         long_turns_per_run=25 if quick else None,
         long_max_minutes=a.long_max_minutes,
         out=out,
+        server_config=server_config,
     )
     if min(settings.rounds, settings.concurrent_rounds) < 2 and mode != "long":
         p.error("an interval needs at least two rounds")
@@ -324,10 +341,12 @@ async def run(s: Settings) -> dict[str, Any]:
     with TemporaryDirectory(prefix="statecore-bench-") as tmp_name:
         tmp = Path(tmp_name)
         server = await start_dev_server(
-            db_filename=str(tmp / "temporal.db"), log_path=str(tmp / "server.log")
+            db_filename=str(tmp / "temporal.db"),
+            log_path=str(tmp / "server.log"),
+            dynamic_config=s.server_config,
         )
         try:
-            facts = await server_facts(server)
+            facts = await server_facts(server, overrides=s.server_config)
             print_facts(facts)
             meter = CpuMeter(server.process.pid if server.process else None)
             async with AsyncExitStack() as stack:
@@ -377,9 +396,13 @@ async def run(s: Settings) -> dict[str, Any]:
 
 
 def print_facts(facts: dict[str, Any]) -> None:
-    print("Temporal server facts (defaults; this benchmark overrides none):")
+    overrides = facts["dynamic_config_overrides"]
+    print("Temporal server facts (defaults unless marked):")
     for key, value in facts["dynamic_config_defaults"].items():
-        print(f"  {key} = {value}")
+        print(f"  {key} = {overrides.get(key, value)}{' (set)' if key in overrides else ''}")
+    for key, value in overrides.items():
+        if key not in facts["dynamic_config_defaults"]:
+            print(f"  {key} = {value} (set)")
     print(f"  server {facts['server_version']}; {facts['cli_version']}", flush=True)
 
 
