@@ -81,3 +81,16 @@ def test_a_smoke_run_cannot_take_a_result_name() -> None:
     assert settings.smoke and settings.out.name == "turns-quick.json"
     assert not parse_args([]).smoke and parse_args(["--long"]).long_turns == 10_000
     assert parse_args([]).long_turns == 0  # the full run leaves the long session out
+
+
+def test_server_config_values_are_parsed_and_a_malformed_one_is_refused() -> None:
+    from bench.turns import parse_args
+
+    assert parse_args([]).server_config == {}
+    settings = parse_args(
+        ["--server-config", "history.transferProcessorMaxPollRPS=1000", "--server-config", "a.b= 2"]
+    )
+    assert settings.server_config == {"history.transferProcessorMaxPollRPS": "1000", "a.b": "2"}
+    for bad in ("no-equals-sign", "=1000", "key="):
+        with pytest.raises(SystemExit):
+            parse_args(["--server-config", bad])
