@@ -50,7 +50,7 @@ import enum
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -162,14 +162,7 @@ class InlineConnection(aiosqlite.Connection):
         return outcome
 
     async def commit(self) -> None:
-        sqlite = self._here()
-        if sqlite is not None and self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
-            # Ending a read that wrote nothing releases a snapshot: no checkpoint, no wait.
-            sqlite.commit()
-            self.locks = Locks.NONE
-            return
-        await super().commit()
-        self.locks = Locks.NONE
+        await self._end(self._here(), sqlite3.Connection.commit, super().commit)
 
     async def rollback(self) -> None:
         # Returning a connection to the pool rolls it back even after a commit; with no
@@ -177,11 +170,20 @@ class InlineConnection(aiosqlite.Connection):
         sqlite = self._here()
         if sqlite is not None and not sqlite.in_transaction:
             return
+        await self._end(sqlite, sqlite3.Connection.rollback, super().rollback)
+
+    async def _end(
+        self,
+        sqlite: sqlite3.Connection | None,
+        here: Callable[[sqlite3.Connection], None],
+        on_thread: Callable[[], Awaitable[None]],
+    ) -> None:
+        """End the transaction: here when it only read (ending a read that wrote nothing
+        releases a snapshot: no checkpoint, no wait), on the thread otherwise."""
         if sqlite is not None and self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
-            sqlite.rollback()
-            self.locks = Locks.NONE
-            return
-        await super().rollback()
+            here(sqlite)
+        else:
+            await on_thread()
         self.locks = Locks.NONE
 
 
