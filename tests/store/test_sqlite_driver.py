@@ -178,7 +178,7 @@ async def test_commit_sent_as_sql_goes_to_the_thread(tmp_path: Any) -> None:
     driver = await sqlite_driver.connect(str(tmp_path / "raw.db"), isolation_level=None)
     try:
         await driver.cursor().execute("PRAGMA journal_mode = WAL")
-        driver.wal = True  # as the engine's connect hook marks a connection in WAL mode
+        driver.wal = True  # as connect_in_wal_mode marks a connection in WAL mode
         trips = 0
         real = driver._execute
 
