@@ -13,9 +13,8 @@ appears without its call.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
@@ -75,14 +74,16 @@ class Exchange:
     messages: tuple[StoredMessage, ...]
     status: ExchangeStatus
     pending_call_ids: frozenset[str] = frozenset()
+    #: The messages' stored token counts, summed once here: context assembly reads it for
+    #: every exchange of the window on every turn (a ``cached_property`` took a lock per read).
+    tokens: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", sum(m.tokens for m in self.messages))
 
     @property
     def first_seq(self) -> int:
         return self.messages[0].seq
-
-    @functools.cached_property
-    def tokens(self) -> int:
-        return sum(m.tokens for m in self.messages)
 
 
 def group_exchanges(messages: Sequence[StoredMessage]) -> list[Exchange]:
