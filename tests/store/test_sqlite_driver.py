@@ -276,10 +276,12 @@ async def test_the_switch_to_wal_fails_typed_once_the_busy_timeout_has_passed(
     engine = create_store_engine(f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.2})
     try:
         started = time.monotonic()
-        with pytest.raises(OperationalError, match="database is locked"):
+        with pytest.raises(OperationalError, match="database is locked") as refused:
             async with engine.connect():
                 pass
         assert 0.15 <= time.monotonic() - started < 5
+        notes = getattr(refused.value.orig, "__notes__", [])
+        assert any("to WAL mode" in note and "0.2 s" in note for note in notes), notes
         other.commit()
         async with engine.connect() as conn:  # the next connection switches it
             assert await conn.scalar(text("PRAGMA journal_mode")) == "wal"

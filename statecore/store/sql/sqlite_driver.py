@@ -288,10 +288,18 @@ async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
     failed it."""
     connection = connect(database, **kwargs)
     await connection  # starts its thread, which opens the database
+    wait = float(kwargs.get("timeout", _SQLITE3_DEFAULT_TIMEOUT))
     try:
-        connection.wal = await _switch_to_wal(
-            connection, float(kwargs.get("timeout", _SQLITE3_DEFAULT_TIMEOUT))
-        )
+        connection.wal = await _switch_to_wal(connection, wait)
+    except sqlite3.OperationalError as exc:
+        await connection.close()
+        if exc.sqlite_errorcode & 0xFF == _SQLITE_BUSY:
+            # SQLite's message names no wait; the caller's log should say what it was.
+            exc.add_note(
+                f"statecore waited {wait:g} s (the connection's busy timeout) to switch "
+                f"{database} to WAL mode; another connection held its write lock throughout"
+            )
+        raise
     except BaseException:
         await connection.close()
         raise
