@@ -64,13 +64,17 @@ async def backend_id(engine: AsyncEngine) -> int:
         return int(await conn.scalar(text(BACKEND_ID[dialect_of(engine)])))
 
 
-async def kill(url: str, engine: AsyncEngine, victim: int) -> None:
+async def kill_the_pooled_connection(url: str, engine: AsyncEngine) -> int:
+    """Kill the server session behind the engine's one pooled connection, from another
+    connection; returns its id."""
+    victim = await backend_id(engine)
     admin = create_async_engine(url, poolclass=NullPool)
     try:
         async with admin.begin() as conn:
             await conn.execute(text(KILL[dialect_of(engine)].format(id=victim)))
     finally:
         await admin.dispose()
+    return victim
 
 
 async def test_a_connection_in_steady_use_is_not_pinged(
@@ -88,8 +92,7 @@ async def test_a_connection_killed_while_idle_is_replaced_before_use(
 ) -> None:
     async with one_connection(url) as engine:
         pings = count_pings(monkeypatch, engine)
-        first = await backend_id(engine)
-        await kill(url, engine, first)
+        first = await kill_the_pooled_connection(url, engine)
         await asyncio.sleep(PING_AFTER_IDLE_SECONDS + 0.2)
         # The ping finds it dead; the transaction runs on a new connection, no error seen.
         second = await backend_id(engine)
@@ -101,8 +104,7 @@ async def test_a_connection_killed_between_two_quick_uses_fails_once_then_is_rep
     url: str,
 ) -> None:
     async with one_connection(url) as engine:
-        first = await backend_id(engine)
-        await kill(url, engine, first)
+        first = await kill_the_pooled_connection(url, engine)
         # Back in use within the threshold: not pinged, so the drop surfaces as the
         # driver's disconnect error, as it would mid-transaction.
         with pytest.raises(DBAPIError) as raised:
@@ -130,8 +132,7 @@ async def test_a_machine_suspended_while_the_connection_sat_idle_counts_as_idle(
 ) -> None:
     async with one_connection(url) as engine:
         pings = count_pings(monkeypatch, engine)
-        first = await backend_id(engine)
-        await kill(url, engine, first)
+        first = await kill_the_pooled_connection(url, engine)
         # Suspended: the wall clock moved on, the monotonic clock stood still.
         later = SimpleNamespace(monotonic=time.monotonic, time=lambda: time.time() + 60)
         monkeypatch.setattr(liveness, "time", later)
