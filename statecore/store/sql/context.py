@@ -3,20 +3,21 @@ timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Select, Update, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from statecore.core.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
 from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
+from statecore.store.sql import direct
 from statecore.store.sql.schema import sessions
+from statecore.store.sql.sqlite_driver import InlineConnection
 from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
@@ -59,6 +60,9 @@ class SqlContext:
         self._session_rows: dict[SessionKey, SessionRow] = {}
         # Header values written by touch_session and not yet sent, by header primary key.
         self._touches: dict[int, dict[str, Any]] = {}
+        # The SQLite driver that runs prebuilt statements directly (see direct), decided
+        # at the first statement: False until then, None where SQLAlchemy runs them all.
+        self._driver: InlineConnection | bool | None = False
 
     @property
     def conn(self) -> AsyncConnection:
@@ -68,6 +72,15 @@ class SqlContext:
                 "'async with store.transaction()' block. Open a new transaction"
             )
         return self._conn
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        """``conn.execute(statement, parameters)``; a ``direct.prebuilt`` statement skips
+        SQLAlchemy's execution where that changes nothing anyone sees (see ``direct``)."""
+        conn = self.conn
+        driver = self._driver
+        if driver is False:
+            driver = self._driver = direct.driver_for(conn)
+        return await direct.run(conn, driver, statement, parameters)  # type: ignore[arg-type]
 
     @property
     def dialect(self) -> str:
@@ -96,13 +109,13 @@ class SqlContext:
         return await self._session_row((ref.namespace, ref.agent_id, ref.session_id), lock)
 
     async def _session_row(self, key: SessionKey, lock: bool) -> SessionRow | None:
-        conn = self.conn  # refuses once the transaction has ended, cached row or not
+        _ = self.conn  # refuses once the transaction has ended, cached row or not
         cached = self._session_rows.get(key)
         if cached is not None and (not lock or self._holds(key)):
             return cached
         namespace, agent_id, session_id = key
         params = {"p_namespace": namespace, "p_agent_id": agent_id, "p_session_id": session_id}
-        found = (await conn.execute(select_session(lock), params)).first()
+        found = (await self.execute(select_session(lock), params)).first()
         if found is None:
             self._session_rows.pop(key, None)
             return None
@@ -121,7 +134,7 @@ class SqlContext:
         """Write ``values`` to the session's header row and to this transaction's copy of it.
         Every change to a header row goes through here, so the copy never goes stale."""
         values = {**self._touches.pop(row.id, {}), **values}
-        await self.conn.execute(update(sessions).where(sessions.c.id == row.id).values(**values))
+        await self._write_header(row.id, values)
         for name, value in values.items():
             setattr(row, name, value)
 
@@ -141,7 +154,12 @@ class SqlContext:
         statement that reads them)."""
         while self._touches:
             pk, values = self._touches.popitem()
-            await self.conn.execute(update(sessions).where(sessions.c.id == pk).values(**values))
+            await self._write_header(pk, values)
+
+    async def _write_header(self, pk: int, values: dict[str, Any]) -> None:
+        names = tuple(sorted(values))
+        params = {f"v_{name}": value for name, value in values.items()}
+        await self.execute(update_session_statement(names), {"p_id": pk, **params})
 
     def forget_sessions(self) -> None:
         """Drop the copies of header rows (after deleting sessions)."""
@@ -170,7 +188,7 @@ class SqlContext:
         # read in this transaction reads the header afresh under the lock it now holds.
         self._session_rows.pop(scope, None)
         params = {"p_namespace": namespace, "p_agent_id": agent_id, "p_session_id": session_id}
-        await self.conn.execute(lock_session_statement(), params)
+        await self.execute(lock_session_statement(), params)
         self._sessions_locked.add(scope)
 
     def check_fits_statement(self, document: str, what: str) -> None:
@@ -210,7 +228,7 @@ class SqlContext:
         return True
 
 
-@functools.cache
+@direct.prebuilt
 def select_session(lock: bool) -> Select[Any]:
     """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
     ``p_session_id``), built once: every transaction of a turn reads it."""
@@ -224,7 +242,16 @@ def select_session(lock: bool) -> Select[Any]:
     return statement.with_for_update() if lock else statement
 
 
-@functools.cache
+@direct.prebuilt
+def update_session_statement(names: tuple[str, ...]) -> Update:
+    """``UPDATE`` of the named header columns (bind parameters ``v_<name>``) of the header
+    row whose primary key is ``p_id``: one statement per combination a store writes."""
+    c = sessions.c
+    values = {name: bindparam(f"v_{name}", type_=c[name].type) for name in names}
+    return update(sessions).where(c.id == bindparam("p_id", type_=c.id.type)).values(values)
+
+
+@direct.prebuilt
 def lock_session_statement() -> Select[Any]:
     """``SELECT id ... FOR UPDATE`` of a session's header row (the bind parameters of
     ``select_session``): its row lock without its fields."""

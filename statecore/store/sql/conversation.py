@@ -3,13 +3,12 @@ token window found with one indexed query."""
 
 from __future__ import annotations
 
-import functools
 from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, insert, select, update
+from sqlalchemy import Insert, Select, bindparam, delete, insert, select, update
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_turn_id
@@ -26,6 +25,7 @@ from statecore.store.inputs import (
     checked_log,
     checked_restore_extras,
 )
+from statecore.store.sql import direct
 from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.conversation_extras import ConversationExtras
 from statecore.store.sql.message_rows import stored_columns, stored_message
@@ -53,7 +53,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         stop_index = start_index + len(checked) - 1
         already = {
             row.idx: row
-            for row in await ctx.conn.execute(
+            for row in await ctx.execute(
                 _turn_indexes(),
                 {
                     "p_session_pk": session.id,
@@ -85,7 +85,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             new_rows.append(columns)
             result.append(stored_message(columns))
         if new_rows:
-            await ctx.conn.execute(insert(message_table), new_rows)
+            await ctx.execute(_insert_messages(), new_rows)
             await ctx.update_session(
                 session,
                 last_seq=seq,
@@ -121,7 +121,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             include_retracted, from_seq is not None, to_seq is not None, limit is not None
         )
         params = {"p_session_pk": session.id, "p_from": from_seq, "p_to": to_seq, "p_limit": limit}
-        return [stored_message(row) for row in await self._ctx.conn.execute(statement, params)]
+        return [stored_message(row) for row in await self._ctx.execute(statement, params)]
 
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
@@ -145,9 +145,11 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             # SQLite seeked to first_seq and filtered every later row, and PostgreSQL,
             # unable to see the bound, planned for a third of the table (and JIT-compiled).
             threshold = session.token_total - max_tokens
-            boundary = await self._ctx.conn.scalar(
-                _window_boundary(), {"p_session_pk": session.id, "p_threshold": threshold}
-            )
+            boundary = (
+                await self._ctx.execute(
+                    _window_boundary(), {"p_session_pk": session.id, "p_threshold": threshold}
+                )
+            ).scalar()
             if boundary is None:  # counters ahead of the rows: no message fits the budget
                 return []
             first_seq = max(first_seq, boundary + 1)
@@ -166,7 +168,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         return [stored_message(row) for row in reversed(list(await self._ctx.conn.execute(newest)))]
 
     async def _window_from(self, session: SessionRow, first_seq: int) -> list[StoredMessage]:
-        rows = await self._ctx.conn.execute(
+        rows = await self._ctx.execute(
             _window(), {"p_session_pk": session.id, "p_first_seq": first_seq}
         )
         return [stored_message(row) for row in rows]
@@ -180,7 +182,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if cached is not None and cached.first_seq <= first_seq <= session.last_seq + 1:
             anchor = cached.anchor
             rows = list(
-                await self._ctx.conn.execute(
+                await self._ctx.execute(
                     _window(), {"p_session_pk": session.id, "p_first_seq": anchor.seq}
                 )
             )
@@ -287,7 +289,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
 
 
 # The two statements of ``tail``, built once with bind parameters: every turn runs them.
-@functools.cache
+@direct.prebuilt
 def _message_range(
     include_retracted: bool, from_seq: bool, to_seq: bool, limit: bool
 ) -> Select[Any]:
@@ -309,7 +311,7 @@ def _message_range(
     return statement
 
 
-@functools.cache
+@direct.prebuilt
 def _window_boundary() -> Select[Any]:
     c = message_table.c
     return (
@@ -323,7 +325,7 @@ def _window_boundary() -> Select[Any]:
     )
 
 
-@functools.cache
+@direct.prebuilt
 def _turn_indexes() -> Select[Any]:
     """A turn's stored messages in an index range: every commit looks them up before its
     insert, so a retried append stores nothing twice."""
@@ -338,7 +340,13 @@ def _turn_indexes() -> Select[Any]:
     )
 
 
-@functools.cache
+@direct.prebuilt
+def _insert_messages() -> Insert:
+    """``INSERT`` of new messages, one row per parameter set: each commit's append."""
+    return insert(message_table)
+
+
+@direct.prebuilt
 def _window() -> Select[Any]:
     """Every non-retracted message of a session from a seq on."""
     c = message_table.c

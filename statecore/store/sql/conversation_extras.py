@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from sqlalchemy import Select, bindparam, delete, insert, select
@@ -10,6 +9,7 @@ from sqlalchemy import Select, bindparam, delete, insert, select
 from statecore.core.errors import InvalidLimitError
 from statecore.core.models import Hint, SessionRef, Summary, validate_text
 from statecore.store.inputs import RestoreExtras, check_aware, check_int, check_ref
+from statecore.store.sql import direct
 from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.schema import hints as hint_table
 
@@ -63,7 +63,7 @@ class ConversationExtras:
     async def hints(self, ref: SessionRef) -> list[Hint]:
         check_ref(ref)
         session = await self._ctx.session_row(ref)
-        rows = await self._ctx.conn.execute(_hints(), {"p_session_pk": session.id})
+        rows = await self._ctx.execute(_hints(), {"p_session_pk": session.id})
         return [Hint(id=r.id, text=r.text, created_at=r.created_at) for r in rows]
 
     async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
@@ -131,7 +131,7 @@ class ConversationExtras:
         )
 
 
-@functools.cache
+@direct.prebuilt
 def _hints() -> Select[Any]:
     """A session's hints in order, built once: every turn's context read lists them."""
     c = hint_table.c

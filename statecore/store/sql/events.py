@@ -27,6 +27,7 @@ from statecore.core.change_events import ChangeEvent, NewEvent
 from statecore.core.models import validate_identifier
 from statecore.store.base import EventStore
 from statecore.store.inputs import check_aware, check_int
+from statecore.store.sql import direct
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.schema import TABLE_PREFIX, event_heads, events
 from statecore.store.sql.types import UtcDateTime
@@ -37,13 +38,13 @@ NOTIFY_CHANNEL = TABLE_PREFIX + "events"
 e, h = events.c, event_heads.c
 # Built once, with bound parameters: every commit runs them, and a statement built per call
 # costs its cache-key walk each time (a third of the feed's CPU per turn, measured).
-_INSERT = insert(events)
+_INSERT = direct.register(insert(events))
 _NUMBER = (
     update(event_heads)
     .where(h.namespace == bindparam("ns"))
     .values(last_seq=h.last_seq + bindparam("n"))
 )
-_NUMBER_RETURNING = _NUMBER.returning(h.last_seq)
+_NUMBER_RETURNING = direct.register(_NUMBER.returning(h.last_seq))
 _NUMBER_AND_NOTIFY = _NUMBER.returning(h.last_seq, func.pg_notify(NOTIFY_CHANNEL, bindparam("ns")))
 _LAST = select(h.last_seq).where(h.namespace == bindparam("ns"))
 _APPEND_PG = text(
@@ -86,7 +87,7 @@ class SqlEventStore(EventStore):
             if dialect == "postgresql":
                 found = await conn.scalar(_NUMBER_AND_NOTIFY, params)
             elif dialect == "sqlite":
-                found = await conn.scalar(_NUMBER_RETURNING, params)
+                found = (await self._ctx.execute(_NUMBER_RETURNING, params)).scalar()
             else:
                 found = None
                 if (await conn.execute(_NUMBER, params)).rowcount:
@@ -126,7 +127,7 @@ class SqlEventStore(EventStore):
             }
             for i, (event, detail) in enumerate(zip(new, details, strict=True))
         ]
-        await self._ctx.conn.execute(_INSERT, rows)
+        await self._ctx.execute(_INSERT, rows)
         return first
 
     async def _append_in_one_statement(

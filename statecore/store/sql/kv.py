@@ -47,6 +47,7 @@ from statecore.store.inputs import (
     encode_kv_value,
     revalidate,
 )
+from statecore.store.sql import direct
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import kv_entries
 from statecore.store.sql.upsert import upsert
@@ -95,7 +96,7 @@ _PUT_COLUMNS = ("kind", "value", "updated_at", "expires_at")
 _ROW_COLUMNS = (*_KEY_COLUMNS, "revision", "created_at", *_PUT_COLUMNS)
 
 
-@functools.cache
+@direct.prebuilt
 def _put_statement(dialect: str, returning: bool) -> Any:
     """The unconditional put, built once per dialect with bind parameters (``p_<column>``
     and ``p_now``): building the upsert and its ``excluded`` alias took longer than running
@@ -117,7 +118,7 @@ def _put_statement(dialect: str, returning: bool) -> Any:
     return statement.returning(c.revision) if returning else statement
 
 
-@functools.cache
+@direct.prebuilt
 def _create_statement(dialect: str) -> Any:
     """PostgreSQL and SQLite: a put with ``expected_revision=0`` as one statement. It inserts
     the key at revision 1, or takes over a row whose entry has expired (an expired entry is
@@ -134,7 +135,7 @@ def _create_statement(dialect: str) -> Any:
     )
 
 
-@functools.cache
+@direct.prebuilt
 def _get_statement() -> Any:
     """``get``, built once with bind parameters (``p_<key column>`` and ``p_now``): building
     the statement with its key and expiry conditions took about as long as running it, and
@@ -241,7 +242,7 @@ class SqlKVStore(KVStore):
         if self._ctx.dialect != "mysql":
             params = {f"p_{name}": value for name, value in row.items()}
             params["p_now"] = self._ctx.now
-            created = await self._ctx.conn.execute(_create_statement(self._ctx.dialect), params)
+            created = await self._ctx.execute(_create_statement(self._ctx.dialect), params)
             return created.rowcount == 1
         # MariaDB/MySQL's upsert cannot leave a live row untouched and say so: an expired
         # row is cleared first, then a plain insert takes the key unless a live one holds it.
@@ -278,7 +279,7 @@ class SqlKVStore(KVStore):
             if updated.rowcount == 1:
                 return int(updated.lastrowid)
             # A new key: the upsert below still settles a race with another creator.
-        result = await conn.execute(_put_statement(self._ctx.dialect, returning), params)
+        result = await self._ctx.execute(_put_statement(self._ctx.dialect, returning), params)
         if returning:
             return int(result.scalar_one())
         # MySQL has no RETURNING (MariaDB has, from 10.5); the transaction holds the row lock.
@@ -294,7 +295,7 @@ class SqlKVStore(KVStore):
             "p_key": key,
             "p_now": self._ctx.now,
         }
-        row = (await self._ctx.conn.execute(_get_statement(), params)).first()
+        row = (await self._ctx.execute(_get_statement(), params)).first()
         return None if row is None else _entry(row)
 
     async def delete(

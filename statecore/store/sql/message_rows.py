@@ -10,6 +10,7 @@ from sqlalchemy import Row
 
 from statecore.core.models import Message, StoredMessage, ToolCall
 from statecore.core.trusted import trusted
+from statecore.store.sql.direct import DirectRow
 
 _TOOL_CALL_FIELDS = ToolCall.model_fields.keys()
 
@@ -53,12 +54,12 @@ def stored_columns(
     }
 
 
-def stored_message(row: Row[Any] | dict[str, Any]) -> StoredMessage:
+def stored_message(row: Row[Any] | DirectRow | dict[str, Any]) -> StoredMessage:
     """A StoredMessage from a ``messages`` row (or the dict that was inserted).
 
     Rows are written only from validated messages (``append``, ``restore``), and a turn
     reads its whole window back on every turn, so they are not validated again here."""
-    r = row._mapping if isinstance(row, Row) else row
+    r = row._mapping if isinstance(row, (Row, DirectRow)) else row
     return trusted(
         StoredMessage,
         {

@@ -6,7 +6,6 @@ orchestration activity is session activity."""
 
 from __future__ import annotations
 
-import functools
 import json
 from datetime import datetime
 from typing import Any
@@ -29,6 +28,7 @@ from statecore.store.inputs import (
     recent_tools,
     revalidate,
 )
+from statecore.store.sql import direct
 from statecore.store.sql.context import SessionRow, SqlContext, expiry
 from statecore.store.sql.schema import orchestration_states
 
@@ -76,7 +76,7 @@ class SqlOrchestrationStore(OrchestrationStore):
         self._ctx = ctx
 
     async def _current(self, session_pk: int) -> Row[Any] | None:
-        return (await self._ctx.conn.execute(_current_row(), {"p_session_pk": session_pk})).first()
+        return (await self._ctx.execute(_current_row(), {"p_session_pk": session_pk})).first()
 
     async def _locked(self, ref: SessionRef) -> tuple[SessionRow, Row[Any] | None]:
         session = await self._ctx.session_row(ref, lock=True)
@@ -174,7 +174,7 @@ class SqlOrchestrationStore(OrchestrationStore):
     ) -> None:
         check_token_usage(ref, prompt_tokens, completion_tokens)
         session = await self._ctx.session_row(ref, lock=True)
-        added = await self._ctx.conn.execute(
+        added = await self._ctx.execute(
             _add_usage(),
             {
                 "p_session_pk": session.id,
@@ -216,7 +216,7 @@ class SqlOrchestrationStore(OrchestrationStore):
         await self._write(session, row, fields, touch=False)
 
 
-@functools.cache
+@direct.prebuilt
 def _add_usage() -> Update:
     """Add a call's tokens to a session's totals in place (a turn's commit, built once)."""
     return (
@@ -230,7 +230,7 @@ def _add_usage() -> Update:
     )
 
 
-@functools.cache
+@direct.prebuilt
 def _current_row() -> Select[Any]:
     """A session's orchestration row, built once: every turn's commit reads it."""
     return select(orchestration_states).where(

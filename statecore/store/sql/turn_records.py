@@ -9,7 +9,6 @@ waits on the session's header row (the lock order), then finds the record commit
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,13 +24,14 @@ from statecore.store.inputs import (
     decode_json,
     encode_turn_record,
 )
+from statecore.store.sql import direct
 from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import sessions, turn_records
 
 c = turn_records.c
 
 
-@functools.cache
+@direct.prebuilt
 def _get_statement() -> Any:
     """A record by its session's key and its turn id (``p_namespace``, ``p_agent_id``,
     ``p_session_id``, ``p_turn_id``), the header joined in: every turn looks its id up,
@@ -49,7 +49,7 @@ def _get_statement() -> Any:
     )
 
 
-@functools.cache
+@direct.prebuilt
 def _insert_statement(dialect: str) -> Any:
     """The insert of a new record (``p_session_pk``, ``p_turn_id``, ``p_record``). PostgreSQL
     and SQLite skip a duplicate key and change no row, which the caller reads as a conflict."""
@@ -85,7 +85,7 @@ class SqlTurnRecordStore(TurnRecordStore):
             "p_session_id": ref.session_id,
             "p_turn_id": turn_id,
         }
-        found = await self._ctx.conn.scalar(_get_statement(), params)
+        found = (await self._ctx.execute(_get_statement(), params)).scalar()
         return None if found is None else decode_json(found)
 
     async def insert(self, ref: SessionRef, turn_id: str, value: Any) -> None:
@@ -97,7 +97,7 @@ class SqlTurnRecordStore(TurnRecordStore):
         if self._ctx.dialect == "mysql":
             inserted = await self._ctx.insert_unless_duplicate(statement, params)
         else:
-            inserted = (await self._ctx.conn.execute(statement, params)).rowcount == 1
+            inserted = (await self._ctx.execute(statement, params)).rowcount == 1
         if not inserted:
             raise _conflict(ref, turn_id)
 

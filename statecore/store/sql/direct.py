@@ -1,0 +1,248 @@
+"""A turn's statements on SQLite, sent to the driver without SQLAlchemy's per-statement work.
+
+SQLAlchemy spends 60-80 us of CPU on each statement it executes, however small: the
+statement's cache key and compiled-cache lookup, an execution context, parameter and result
+processing, a greenlet to run its synchronous core, event dispatch. A SQLite statement that
+runs in place (``sqlite_driver``) costs ~5 us in SQLite itself, and a chat turn runs ~14 of
+them (bench/README.md, "A turn's statements without SQLAlchemy's execution").
+
+So the statements a turn runs are built once (``prebuilt``), compiled once per set of
+parameter names, exactly as SQLAlchemy compiles them, and sent straight to the connection
+with the bind and result processing SQLAlchemy's compiler chose for them: the same SQL, the
+same values, the same rows. Everything else a store does (schema changes, ad-hoc queries,
+migrations) keeps going through SQLAlchemy.
+
+The direct path is taken only where it changes nothing anyone can see:
+
+- on SQLite through statecore's own driver (``sqlite_driver.InlineConnection``), which
+  decides per statement whether it runs in place or on the connection's thread;
+- when nobody listens to the engine's statement events (``before_cursor_execute``,
+  ``after_cursor_execute``, ``handle_error``): an application's SQL tracing, a test
+  counting statements, still sees every statement, since then every statement goes through
+  SQLAlchemy;
+- for statements SQLAlchemy would not change at execution time: no Python-side column
+  defaults, no expanding (``IN``) parameters, no implicit RETURNING.
+
+A driver error is raised as SQLAlchemy would raise it (``sqlalchemy.exc.DBAPIError`` of the
+matching class, the driver's error as ``orig``), so retries and typed errors see no
+difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from statecore.store.sql.sqlite_driver import InlineConnection
+
+P = ParamSpec("P")
+S = TypeVar("S")
+
+#: Statements ``prebuilt`` made, by id. Each is kept alive here, so an id is never reused.
+_PLANS: dict[int, _Plan] = {}
+#: The connection events under which a statement must go through SQLAlchemy (see the
+#: module's doc); ``handle_error`` is the dialect's.
+_STATEMENT_EVENTS = ("before_cursor_execute", "after_cursor_execute")
+
+
+def prebuilt(build: Callable[P, S]) -> Callable[P, S]:
+    """``functools.cache`` for a function that builds a statement: it is built once per
+    argument combination, and the statements it returns may run without SQLAlchemy's
+    execution (``run``)."""
+
+    @functools.cache
+    @functools.wraps(build)
+    def cached(*args: Any, **kwargs: Any) -> S:
+        statement = build(*args, **kwargs)
+        _PLANS[id(statement)] = _Plan(statement)
+        return statement
+
+    return cached  # type: ignore[return-value]
+
+
+def register(statement: S) -> S:
+    """Mark a statement built once (a module constant) as one that may run directly."""
+    _PLANS.setdefault(id(statement), _Plan(statement))
+    return statement
+
+
+class DirectRow(tuple[Any, ...]):
+    """A result row: by position, by column name as an attribute, and as ``_mapping``
+    (what the stores use of SQLAlchemy's ``Row``)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    _index: Mapping[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[self._index[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def _mapping(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self, strict=True))
+
+
+class DirectResult:
+    """What the stores use of SQLAlchemy's ``CursorResult``, for rows read in full."""
+
+    __slots__ = ("_rows", "rowcount")
+
+    def __init__(self, rows: list[DirectRow], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def __iter__(self) -> Iterator[DirectRow]:
+        return iter(self._rows)
+
+    def first(self) -> DirectRow | None:
+        return self._rows[0] if self._rows else None
+
+    def all(self) -> list[DirectRow]:
+        return list(self._rows)
+
+    def scalar(self) -> Any:
+        return self._rows[0][0] if self._rows else None
+
+    def scalar_one(self) -> Any:
+        if len(self._rows) != 1:
+            raise (
+                NoResultFound("expected exactly one row")
+                if not self._rows
+                else MultipleResultsFound("expected exactly one row")
+            )
+        return self._rows[0][0]
+
+
+class _Compiled:
+    """One statement compiled for SQLite and one set of parameter names."""
+
+    __slots__ = ("binds", "compiled", "names", "results", "row", "sql")
+
+    def __init__(self, compiled: SQLCompiler, dialect: Dialect) -> None:
+        self.compiled = compiled
+        self.sql = compiled.string
+        self.names = tuple(compiled.positiontup or ())
+        self.binds: Any = compiled._bind_processors
+        columns = compiled._result_columns
+        fields = tuple(column.keyname for column in columns)
+        self.row: type[DirectRow] = type(
+            "Row",
+            (DirectRow,),
+            {"__slots__": (), "_fields": fields, "_index": {f: i for i, f in enumerate(fields)}},
+        )
+        self.results = tuple(
+            column.type._cached_result_processor(dialect, None) for column in columns
+        )
+
+    def arguments(self, parameters: Mapping[str, Any] | None) -> list[Any]:
+        values = self.compiled.construct_params(parameters, escape_names=False)
+        binds = self.binds
+        return [binds[n](values[n]) if n in binds else values[n] for n in self.names]
+
+    def rows(self, raw: list[Any]) -> list[DirectRow]:
+        make, results = self.row, self.results
+        if not any(results):
+            return [make(r) for r in raw]
+        return [
+            make(
+                value if process is None else process(value)
+                for process, value in zip(results, r, strict=True)
+            )
+            for r in raw
+        ]
+
+
+class _Plan:
+    """A prebuilt statement and its SQLite compilations, made on first use."""
+
+    __slots__ = ("_compiled", "statement")
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement
+        self._compiled: dict[tuple[str, ...], _Compiled | None] = {}
+
+    def compiled(self, keys: tuple[str, ...], many: bool, dialect: Dialect) -> _Compiled | None:
+        """The statement compiled as SQLAlchemy compiles it for these parameter names, or
+        None when it needs SQLAlchemy's execution (see the module's doc)."""
+        found = self._compiled.get(keys, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        compiled = self.statement.compile(
+            dialect=dialect, column_keys=list(keys), for_executemany=many
+        )
+        usable = (
+            compiled.positional
+            and not compiled.insert_prefetch
+            and not compiled.update_prefetch
+            and not compiled.literal_execute_params
+            and not compiled.post_compile_params
+            and not compiled.implicit_returning
+            and not (many and compiled._result_columns)
+            and len({c.keyname for c in compiled._result_columns}) == len(compiled._result_columns)
+            and all(c.keyname.isidentifier() for c in compiled._result_columns)
+        )
+        plan = _Compiled(compiled, dialect) if usable else None
+        self._compiled[keys] = plan
+        return plan
+
+
+def driver_for(conn: AsyncConnection) -> InlineConnection | None:
+    """The connection's statecore SQLite driver, when its statements may skip SQLAlchemy:
+    nobody listens to the engine's statement events. None otherwise."""
+    if conn.dialect.name != "sqlite":
+        return None
+    sync = conn.sync_connection
+    if sync is None or any(getattr(sync.dispatch, name) for name in _STATEMENT_EVENTS):
+        return None
+    if conn.dialect.dispatch.handle_error:
+        return None
+    driver = getattr(sync.connection, "driver_connection", None)
+    return driver if isinstance(driver, InlineConnection) else None
+
+
+async def run(
+    conn: AsyncConnection,
+    driver: InlineConnection | None,
+    statement: Any,
+    parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+) -> Any:
+    """``conn.execute(statement, parameters)``, sent to ``driver`` directly when the
+    statement is ``prebuilt`` and ``driver`` is given (``driver_for``)."""
+    plan = _PLANS.get(id(statement)) if driver is not None else None
+    if plan is None or driver is None:
+        return await conn.execute(statement, parameters)
+    many = isinstance(parameters, Sequence) and not isinstance(parameters, Mapping)
+    sets: Sequence[Mapping[str, Any]] = parameters if many else [parameters or {}]  # type: ignore[assignment,list-item]
+    if not sets:
+        return await conn.execute(statement, parameters)
+    keys = tuple(sorted(sets[0]))
+    compiled = plan.compiled(keys, len(sets) > 1, conn.dialect)
+    if compiled is None:
+        return await conn.execute(statement, parameters)
+    try:
+        if len(sets) > 1:
+            arguments: Any = [compiled.arguments(s) for s in sets]
+            _, raw, rowcount, _ = await driver.run(
+                sqlite3.Cursor.executemany, compiled.sql, arguments
+            )
+        else:
+            arguments = compiled.arguments(sets[0])
+            _, raw, rowcount, _ = await driver.run(sqlite3.Cursor.execute, compiled.sql, arguments)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(
+            compiled.sql, arguments, exc, sqlite3.Error, dialect=conn.dialect
+        ) from exc
+    return DirectResult(compiled.rows(raw), rowcount)
+
+
+__all__ = ["DirectResult", "DirectRow", "driver_for", "prebuilt", "register", "run"]

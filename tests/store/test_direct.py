@@ -1,0 +1,225 @@
+"""A turn's prebuilt statements run on SQLite without SQLAlchemy's execution
+(statecore.store.sql.direct), and nobody can tell: the same rows and values, the same
+errors, and every statement still visible to whoever listens to the engine's events."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, Table, event, insert
+from sqlalchemy.exc import IntegrityError
+
+from statecore.core.errors import ConflictError
+from statecore.core.models import KVScope, Message, SessionRef
+from statecore.core.turn_commit import snapshot
+from statecore.store.migrate import upgrade_database
+from statecore.store.sql import SqlStateStore, direct
+from statecore.store.sql.context import SqlContext, select_session
+from statecore.store.sql.conversation import _insert_messages
+from statecore.store.sql.message_rows import stored_columns
+from tests.dbs import fresh_database, server_down_reason
+
+REF = SessionRef(namespace="direct", agent_id="agent", session_id="s1")
+SCOPE = KVScope(namespace="direct", owner="agent/s1")
+START = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlStateStore]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'direct.db'}"
+    await upgrade_database(url)
+    opened = await SqlStateStore.connect(url, clock=Clock())
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def _context(tx: Any) -> SqlContext:
+    ctx = tx._ctx
+    assert isinstance(ctx, SqlContext)
+    return ctx
+
+
+async def _header(store: SqlStateStore) -> Any:
+    params = {"p_namespace": REF.namespace, "p_agent_id": REF.agent_id, "p_session_id": "s1"}
+    async with store.transaction() as tx:
+        return await _context(tx).execute(select_session(False), params)
+
+
+async def _work(store: SqlStateStore) -> dict[str, Any]:
+    """A few turns' worth of writes through the stores, then everything they read back."""
+    for n in range(3):
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF, ttl_seconds=3600)
+            await tx.conversation.append(
+                REF,
+                f"turn-{n}",
+                [
+                    Message(role="user", content=f"question {n} \u00e9\u4e2d"),
+                    Message(role="assistant", content=f"answer {n}", metadata={"n": n}),
+                ],
+            )
+            await tx.kv.put(SCOPE, "b", "latest", {"turn": n}, ttl_seconds=60)
+            await tx.orchestration.count_token_usage(REF, 10 + n, 5)
+            await tx.turns.insert(REF, f"turn-{n}", [n, n * 2])
+    async with store.transaction(read_only=True) as tx:
+        info = await tx.sessions.get(REF)
+        return {
+            "session": info,
+            "messages": await tx.conversation.messages(REF),
+            "tail": await tx.conversation.tail(REF, max_tokens=40),
+            "kv": await tx.kv.get(SCOPE, "b", "latest"),
+            "turn": await tx.turns.get(REF, "turn-1"),
+            "orchestration": await tx.orchestration.get(REF),
+            "snapshot": await snapshot(tx, REF),
+            "hints": await tx.conversation.hints(REF),
+        }
+
+
+async def test_a_prebuilt_statement_skips_sqlalchemy_when_nobody_listens(
+    store: SqlStateStore,
+) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+    result = await _header(store)
+    assert isinstance(result, direct.DirectResult)
+    row = result.first()
+    assert row.session_id == "s1" and row._mapping["agent_id"] == "agent"
+    assert row.created_at.tzinfo is not None  # the column type's own result processing
+
+
+async def test_a_listener_on_the_engine_sees_every_statement_again(store: SqlStateStore) -> None:
+    seen: list[str] = []
+
+    def statement(_c: Any, _cur: Any, sql: str, *_: Any) -> None:
+        seen.append(sql)
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", statement)
+    try:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+        result = await _header(store)
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", statement)
+    assert not isinstance(result, direct.DirectResult)
+    assert any(sql.startswith("SELECT statecore_sessions.id") for sql in seen)
+    assert isinstance(await _header(store), direct.DirectResult)
+
+
+async def test_direct_and_sqlalchemy_read_and_write_the_same_values(tmp_path: Path) -> None:
+    found: dict[str, dict[str, Any]] = {}
+    for way in ("direct", "sqlalchemy"):
+        url = f"sqlite+aiosqlite:///{tmp_path / f'{way}.db'}"
+        await upgrade_database(url)
+        store = await SqlStateStore.connect(url, clock=Clock())
+
+        def nothing(*_: Any) -> None:
+            pass
+
+        if way == "sqlalchemy":
+            event.listen(store.engine.sync_engine, "before_cursor_execute", nothing)
+        try:
+            found[way] = await _work(store)
+        finally:
+            await store.close()
+    assert found["direct"] == found["sqlalchemy"]
+    assert len(found["direct"]["messages"]) == 6
+    assert found["direct"]["kv"].revision == 3
+    assert found["direct"]["session"].last_accessed.tzinfo is not None
+
+
+async def test_a_direct_statement_fails_as_sqlalchemy_fails_and_the_store_stays_healthy(
+    store: SqlStateStore,
+) -> None:
+    await _work(store)
+    async with store.transaction(read_only=True) as tx:
+        before = await tx.conversation.messages(REF)
+    with pytest.raises(ConflictError) as caught:
+        async with store.transaction() as tx:
+            ctx = _context(tx)
+            session = await ctx.session_row(REF, lock=True)
+            first = before[0]
+            again = stored_columns(
+                session.id,
+                Message(role="user", content="the same seq twice"),
+                seq=first.seq,
+                turn_id="turn-x",
+                index=0,
+                tokens=1,
+                cumulative_tokens=1,
+                created_at=ctx.now,
+            )
+            await ctx.execute(_insert_messages(), [again])
+    cause = caught.value.__cause__
+    assert isinstance(cause, IntegrityError) and isinstance(cause.orig, sqlite3.IntegrityError)
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.conversation.messages(REF) == before
+    async with store.transaction() as tx:  # the session takes the next turn as usual
+        await tx.conversation.append(REF, "turn-9", [Message(role="user", content="next")])
+    async with store.transaction(read_only=True) as tx:
+        after = await tx.conversation.messages(REF)
+    assert after[:-1] == before and after[-1].seq == before[-1].seq + 1
+
+
+async def test_several_rows_go_in_one_executemany(store: SqlStateStore) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+        stored = await tx.conversation.append(
+            REF, "turn-1", [Message(role="user", content=f"m{i}") for i in range(5)]
+        )
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.conversation.messages(REF) == stored
+    assert [m.seq for m in stored] == [1, 2, 3, 4, 5]
+
+
+async def test_a_statement_that_needs_sqlalchemy_at_execution_keeps_it(
+    store: SqlStateStore,
+) -> None:
+    # A Python-side column default is computed by SQLAlchemy as it executes the statement.
+    table = Table("direct_defaults", MetaData(), Column("x", Integer, default=lambda: 7))
+    statement = direct.register(insert(table))
+    async with store.engine.connect() as conn:
+        assert direct.driver_for(conn) is not None
+        plan = direct._PLANS[id(statement)]
+        assert plan.compiled((), False, conn.dialect) is None
+        await conn.run_sync(lambda sync: table.create(sync))
+        await conn.commit()
+        async with conn.begin():
+            await direct.run(conn, direct.driver_for(conn), statement, {})
+            rows = (await conn.execute(table.select())).all()
+    assert [tuple(r) for r in rows] == [(7,)]
+
+
+@pytest.mark.postgres
+async def test_postgresql_statements_go_through_sqlalchemy() -> None:
+    reason = await server_down_reason("postgresql")
+    if reason is not None:
+        pytest.skip(reason)
+    async with fresh_database("postgresql", "direct") as url:
+        await upgrade_database(url)
+        store = await SqlStateStore.connect(url)
+        try:
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+            result = await _header(store)
+            async with store.engine.connect() as conn:
+                assert direct.driver_for(conn) is None
+        finally:
+            await store.close()
+    assert not isinstance(result, direct.DirectResult)
+    assert result.first().session_id == "s1"
