@@ -121,6 +121,18 @@ async def test_a_listener_on_the_engine_sees_every_statement_again(store: SqlSta
     assert isinstance(await _header(store), direct.DirectResult)
 
 
+async def test_a_statement_log_sees_every_statement_too(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'echo.db'}"
+    await upgrade_database(url)
+    store = await SqlStateStore.connect(url, echo=True)
+    try:
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(REF)
+        assert not isinstance(await _header(store), direct.DirectResult)
+    finally:
+        await store.close()
+
+
 async def test_direct_and_sqlalchemy_read_and_write_the_same_values(tmp_path: Path) -> None:
     found: dict[str, dict[str, Any]] = {}
     for way in ("direct", "sqlalchemy"):

@@ -17,9 +17,10 @@ The direct path is taken only where it changes nothing anyone can see:
 - on SQLite through statecore's own driver (``sqlite_driver.InlineConnection``), which
   decides per statement whether it runs in place or on the connection's thread;
 - when nobody listens to the engine's statement events (``before_cursor_execute``,
-  ``after_cursor_execute``, ``handle_error``): an application's SQL tracing, a test
-  counting statements, still sees every statement, since then every statement goes through
-  SQLAlchemy;
+  ``after_cursor_execute``, ``handle_error``) and SQLAlchemy does not log statements
+  (``echo``, or the ``sqlalchemy.engine`` logger at INFO): an application's SQL tracing,
+  a statement log, a test counting statements, still sees every statement, since then
+  every statement goes through SQLAlchemy;
 - for statements SQLAlchemy would not change at execution time: no Python-side column
   defaults, no expanding (``IN``) parameters, no implicit RETURNING.
 
@@ -204,7 +205,7 @@ def driver_for(conn: AsyncConnection) -> InlineConnection | None:
     sync = conn.sync_connection
     if sync is None or any(getattr(sync.dispatch, name) for name in _STATEMENT_EVENTS):
         return None
-    if conn.dialect.dispatch.handle_error:
+    if conn.dialect.dispatch.handle_error or sync._echo:  # _echo: SQLAlchemy logs statements
         return None
     driver = getattr(sync.connection, "driver_connection", None)
     return driver if isinstance(driver, InlineConnection) else None
