@@ -1,18 +1,23 @@
-"""A turn's prebuilt statements run on SQLite without SQLAlchemy's execution
+"""A turn's prebuilt statements run on SQLite and PostgreSQL without SQLAlchemy's execution
 (statecore.store.sql.direct), and nobody can tell: the same rows and values, the same
-errors, and every statement still visible to whoever listens to the engine's events."""
+errors, a lost connection replaced, and every statement still visible to whoever listens
+to the engine's events or logs its statements."""
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, Table, event, insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Column, Integer, MetaData, Table, event, insert, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from statecore.core.errors import ConflictError
 from statecore.core.models import KVScope, Message, SessionRef
@@ -38,15 +43,41 @@ class Clock:
         return self.now
 
 
+DATABASES = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+@asynccontextmanager
+async def database(kind: str, tmp_path: Path, label: str) -> AsyncIterator[str]:
+    """A fresh, migrated database of ``kind``."""
+    if kind == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / f'{label}.db'}"
+        await upgrade_database(url)
+        yield url
+        return
+    reason = await server_down_reason(kind)
+    if reason is not None:
+        pytest.skip(reason)
+    async with fresh_database(kind, label) as url:
+        await upgrade_database(url)
+        yield url
+
+
+@pytest.fixture(params=DATABASES)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStateStore]:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'direct.db'}"
-    await upgrade_database(url)
-    opened = await SqlStateStore.connect(url, clock=Clock())
-    try:
-        yield opened
-    finally:
-        await opened.close()
+async def store(kind: str, tmp_path: Path) -> AsyncIterator[SqlStateStore]:
+    async with database(kind, tmp_path, "direct") as url:
+        opened = await SqlStateStore.connect(url, clock=Clock())
+        try:
+            yield opened
+        finally:
+            await opened.close()
 
 
 def _context(tx: Any) -> SqlContext:
@@ -121,34 +152,34 @@ async def test_a_listener_on_the_engine_sees_every_statement_again(store: SqlSta
     assert isinstance(await _header(store), direct.DirectResult)
 
 
-async def test_a_statement_log_sees_every_statement_too(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'echo.db'}"
-    await upgrade_database(url)
-    store = await SqlStateStore.connect(url, echo=True)
-    try:
-        async with store.transaction() as tx:
-            await tx.sessions.ensure(REF)
-        assert not isinstance(await _header(store), direct.DirectResult)
-    finally:
-        await store.close()
-
-
-async def test_direct_and_sqlalchemy_read_and_write_the_same_values(tmp_path: Path) -> None:
-    found: dict[str, dict[str, Any]] = {}
-    for way in ("direct", "sqlalchemy"):
-        url = f"sqlite+aiosqlite:///{tmp_path / f'{way}.db'}"
-        await upgrade_database(url)
-        store = await SqlStateStore.connect(url, clock=Clock())
-
-        def nothing(*_: Any) -> None:
-            pass
-
-        if way == "sqlalchemy":
-            event.listen(store.engine.sync_engine, "before_cursor_execute", nothing)
+async def test_a_statement_log_sees_every_statement_too(kind: str, tmp_path: Path) -> None:
+    async with database(kind, tmp_path, "echo") as url:
+        store = await SqlStateStore.connect(url, echo=True)
         try:
-            found[way] = await _work(store)
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+            assert not isinstance(await _header(store), direct.DirectResult)
         finally:
             await store.close()
+
+
+async def test_direct_and_sqlalchemy_read_and_write_the_same_values(
+    kind: str, tmp_path: Path
+) -> None:
+    found: dict[str, dict[str, Any]] = {}
+    for way in ("direct", "sqlalchemy"):
+        async with database(kind, tmp_path, way) as url:
+            store = await SqlStateStore.connect(url, clock=Clock())
+
+            def nothing(*_: Any) -> None:
+                pass
+
+            if way == "sqlalchemy":
+                event.listen(store.engine.sync_engine, "before_cursor_execute", nothing)
+            try:
+                found[way] = await _work(store)
+            finally:
+                await store.close()
     assert found["direct"] == found["sqlalchemy"]
     assert len(found["direct"]["messages"]) == 6
     assert found["direct"]["kv"].revision == 3
@@ -178,7 +209,11 @@ async def test_a_direct_statement_fails_as_sqlalchemy_fails_and_the_store_stays_
             )
             await ctx.execute(_insert_messages(), [again])
     cause = caught.value.__cause__
-    assert isinstance(cause, IntegrityError) and isinstance(cause.orig, sqlite3.IntegrityError)
+    assert isinstance(cause, IntegrityError)
+    if store.dialect == "sqlite":
+        assert isinstance(cause.orig, sqlite3.IntegrityError)
+    else:
+        assert getattr(cause.orig, "sqlstate", None) == "23505"  # unique_violation
     async with store.transaction(read_only=True) as tx:
         assert await tx.conversation.messages(REF) == before
     async with store.transaction() as tx:  # the session takes the next turn as usual
@@ -203,7 +238,11 @@ async def test_a_statement_that_needs_sqlalchemy_at_execution_keeps_it(
     store: SqlStateStore,
 ) -> None:
     # A Python-side column default is computed by SQLAlchemy as it executes the statement.
-    table = Table("direct_defaults", MetaData(), Column("x", Integer, default=lambda: 7))
+    table = Table(
+        f"direct_defaults_{uuid.uuid4().hex[:8]}",
+        MetaData(),
+        Column("x", Integer, default=lambda: 7),
+    )
     statement = direct.register(insert(table))
     async with store.engine.connect() as conn:
         assert direct.driver_for(conn) is not None
@@ -214,15 +253,42 @@ async def test_a_statement_that_needs_sqlalchemy_at_execution_keeps_it(
         async with conn.begin():
             await direct.run(conn, direct.driver_for(conn), statement, {})
             rows = (await conn.execute(table.select())).all()
+        await conn.run_sync(lambda sync: table.drop(sync))
+        await conn.commit()
     assert [tuple(r) for r in rows] == [(7,)]
 
 
 @pytest.mark.postgres
-async def test_postgresql_statements_go_through_sqlalchemy() -> None:
-    reason = await server_down_reason("postgresql")
+async def test_a_connection_lost_under_a_direct_statement_is_replaced(tmp_path: Path) -> None:
+    async with database("postgresql", tmp_path, "lost") as url:
+        store = await SqlStateStore.connect(url, pool_size=1, max_overflow=0)
+        admin = create_async_engine(url, poolclass=NullPool)
+        try:
+            await _work(store)
+            with pytest.raises(DBAPIError) as caught:
+                async with store.transaction() as tx:
+                    ctx = _context(tx)
+                    await tx.sessions.get(REF)  # a direct statement began the transaction
+                    victim = await ctx.conn.scalar(text("SELECT pg_backend_pid()"))
+                    async with admin.begin() as conn:
+                        await conn.execute(text(f"SELECT pg_terminate_backend({victim})"))
+                    await tx.kv.get(SCOPE, "b", "latest")
+            assert caught.value.connection_invalidated
+            # The pool's one connection was replaced: the next transaction just works.
+            async with store.transaction(read_only=True) as tx:
+                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 2}
+                assert await tx.conversation.messages(REF)
+        finally:
+            await admin.dispose()
+            await store.close()
+
+
+@pytest.mark.mariadb
+async def test_mariadb_statements_go_through_sqlalchemy() -> None:
+    reason = await server_down_reason("mysql")
     if reason is not None:
         pytest.skip(reason)
-    async with fresh_database("postgresql", "direct") as url:
+    async with fresh_database("mysql", "direct") as url:
         await upgrade_database(url)
         store = await SqlStateStore.connect(url)
         try:

@@ -17,7 +17,6 @@ from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import direct
 from statecore.store.sql.schema import sessions
-from statecore.store.sql.sqlite_driver import InlineConnection
 from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
@@ -62,7 +61,7 @@ class SqlContext:
         self._touches: dict[int, dict[str, Any]] = {}
         # The SQLite driver that runs prebuilt statements directly (see direct), decided
         # at the first statement: False until then, None where SQLAlchemy runs them all.
-        self._driver: InlineConnection | bool | None = False
+        self._driver: direct.Driver | bool | None = False
 
     @property
     def conn(self) -> AsyncConnection:

@@ -1,4 +1,4 @@
-"""A turn's statements on SQLite, sent to the driver without SQLAlchemy's per-statement work.
+"""A turn's statements sent to the driver without SQLAlchemy's per-statement work.
 
 SQLAlchemy spends 60-80 us of CPU on each statement it executes, however small: the
 statement's cache key and compiled-cache lookup, an execution context, parameter and result
@@ -6,16 +6,19 @@ processing, a greenlet to run its synchronous core, event dispatch. A SQLite sta
 runs in place (``sqlite_driver``) costs ~5 us in SQLite itself, and a chat turn runs ~14 of
 them (bench/README.md, "A turn's statements without SQLAlchemy's execution").
 
-So the statements a turn runs are built once (``prebuilt``), compiled once per set of
-parameter names, exactly as SQLAlchemy compiles them, and sent straight to the connection
-with the bind and result processing SQLAlchemy's compiler chose for them: the same SQL, the
-same values, the same rows. Everything else a store does (schema changes, ad-hoc queries,
-migrations) keeps going through SQLAlchemy.
+So the statements a turn runs are built once (``prebuilt``), compiled once per database and
+set of parameter names, exactly as SQLAlchemy compiles them, and sent straight to the
+driver with the bind and result processing SQLAlchemy's compiler chose for them: the same
+SQL, the same values, the same rows. Everything else a store does (schema changes, ad-hoc
+queries, migrations) keeps going through SQLAlchemy.
 
 The direct path is taken only where it changes nothing anyone can see:
 
 - on SQLite through statecore's own driver (``sqlite_driver.InlineConnection``), which
-  decides per statement whether it runs in place or on the connection's thread;
+  decides per statement whether it runs in place or on the connection's thread; on
+  PostgreSQL through SQLAlchemy's asyncpg adapter, doing what its cursor does (the
+  adapter's transaction, prepared-statement cache and error translation). MariaDB's
+  statements all go through SQLAlchemy;
 - when nobody listens to the engine's statement events (``before_cursor_execute``,
   ``after_cursor_execute``, ``handle_error``) and SQLAlchemy does not log statements
   (``echo``, or the ``sqlalchemy.engine`` logger at INFO): an application's SQL tracing,
@@ -25,17 +28,19 @@ The direct path is taken only where it changes nothing anyone can see:
   defaults, no expanding (``IN``) parameters, no implicit RETURNING.
 
 A driver error is raised as SQLAlchemy would raise it (``sqlalchemy.exc.DBAPIError`` of the
-matching class, the driver's error as ``orig``), so retries and typed errors see no
-difference.
+matching class, the driver's error as ``orig``; a lost connection is invalidated), so
+retries and typed errors see no difference.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -51,6 +56,8 @@ _PLANS: dict[int, _Plan] = {}
 #: The connection events under which a statement must go through SQLAlchemy (see the
 #: module's doc); ``handle_error`` is the dialect's.
 _STATEMENT_EVENTS = ("before_cursor_execute", "after_cursor_execute")
+#: The row count in PostgreSQL's command status, read as SQLAlchemy's asyncpg cursor reads it.
+_ROWCOUNT = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
 
 
 def prebuilt(build: Callable[P, S]) -> Callable[P, S]:
@@ -125,7 +132,7 @@ class DirectResult:
 
 
 class _Compiled:
-    """One statement compiled for SQLite and one set of parameter names."""
+    """One statement compiled for one database and one set of parameter names."""
 
     __slots__ = ("binds", "compiled", "names", "results", "row", "sql")
 
@@ -164,18 +171,20 @@ class _Compiled:
 
 
 class _Plan:
-    """A prebuilt statement and its SQLite compilations, made on first use."""
+    """A prebuilt statement and its compilations, made on first use."""
 
     __slots__ = ("_compiled", "statement")
 
     def __init__(self, statement: Any) -> None:
         self.statement = statement
-        self._compiled: dict[tuple[str, ...], _Compiled | None] = {}
+        self._compiled: dict[tuple[Any, ...], _Compiled | None] = {}
 
     def compiled(self, keys: tuple[str, ...], many: bool, dialect: Dialect) -> _Compiled | None:
         """The statement compiled as SQLAlchemy compiles it for these parameter names, or
         None when it needs SQLAlchemy's execution (see the module's doc)."""
-        found = self._compiled.get(keys, False)
+        # What a compilation depends on: the database and its version, the names, many.
+        key = (dialect.name, dialect.server_version_info, keys, many)
+        found = self._compiled.get(key, False)
         if found is not False:
             return found  # type: ignore[return-value]
         compiled = self.statement.compile(
@@ -193,27 +202,36 @@ class _Plan:
             and all(c.keyname.isidentifier() for c in compiled._result_columns)
         )
         plan = _Compiled(compiled, dialect) if usable else None
-        self._compiled[keys] = plan
+        self._compiled[key] = plan
         return plan
 
 
-def driver_for(conn: AsyncConnection) -> InlineConnection | None:
-    """The connection's statecore SQLite driver, when its statements may skip SQLAlchemy:
-    nobody listens to the engine's statement events. None otherwise."""
-    if conn.dialect.name != "sqlite":
+Driver = InlineConnection | AsyncAdapt_asyncpg_connection
+
+
+def driver_for(conn: AsyncConnection) -> Driver | None:
+    """The connection's driver, when prebuilt statements may skip SQLAlchemy on it: on
+    SQLite statecore's own, on PostgreSQL SQLAlchemy's asyncpg adapter, and nobody watches
+    statements (see the module's doc). None otherwise."""
+    name = conn.dialect.name
+    if name not in ("sqlite", "postgresql"):
         return None
     sync = conn.sync_connection
     if sync is None or any(getattr(sync.dispatch, name) for name in _STATEMENT_EVENTS):
         return None
     if conn.dialect.dispatch.handle_error or sync._echo:  # _echo: SQLAlchemy logs statements
         return None
-    driver = getattr(sync.connection, "driver_connection", None)
-    return driver if isinstance(driver, InlineConnection) else None
+    pooled = sync.connection
+    if name == "sqlite":
+        driver = getattr(pooled, "driver_connection", None)
+        return driver if isinstance(driver, InlineConnection) else None
+    adapter = pooled.dbapi_connection
+    return adapter if isinstance(adapter, AsyncAdapt_asyncpg_connection) else None
 
 
 async def run(
     conn: AsyncConnection,
-    driver: InlineConnection | None,
+    driver: Driver | None,
     statement: Any,
     parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
 ) -> Any:
@@ -226,19 +244,25 @@ async def run(
     sets: Sequence[Mapping[str, Any]] = parameters if many else [parameters or {}]  # type: ignore[assignment,list-item]
     if not sets:
         return await conn.execute(statement, parameters)
-    keys = tuple(sorted(sets[0]))
-    compiled = plan.compiled(keys, len(sets) > 1, conn.dialect)
+    compiled = plan.compiled(tuple(sorted(sets[0])), len(sets) > 1, conn.dialect)
     if compiled is None:
         return await conn.execute(statement, parameters)
+    if len(sets) > 1:
+        arguments: Any = [compiled.arguments(s) for s in sets]
+    else:
+        arguments = compiled.arguments(sets[0])
+    if isinstance(driver, InlineConnection):
+        return await _on_sqlite(conn, driver, compiled, arguments, len(sets) > 1)
+    return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1)
+
+
+async def _on_sqlite(
+    conn: AsyncConnection, driver: InlineConnection, compiled: _Compiled, arguments: Any, many: bool
+) -> DirectResult:
+    # run() decides whether the statement runs here or on the connection's thread.
+    call = sqlite3.Cursor.executemany if many else sqlite3.Cursor.execute
     try:
-        if len(sets) > 1:
-            arguments: Any = [compiled.arguments(s) for s in sets]
-            _, raw, rowcount, _ = await driver.run(
-                sqlite3.Cursor.executemany, compiled.sql, arguments
-            )
-        else:
-            arguments = compiled.arguments(sets[0])
-            _, raw, rowcount, _ = await driver.run(sqlite3.Cursor.execute, compiled.sql, arguments)
+        _, raw, rowcount, _ = await driver.run(call, compiled.sql, arguments)
     except sqlite3.Error as exc:
         raise DBAPIError.instance(
             compiled.sql, arguments, exc, sqlite3.Error, dialect=conn.dialect
@@ -246,4 +270,51 @@ async def run(
     return DirectResult(compiled.rows(raw), rowcount)
 
 
-__all__ = ["DirectResult", "DirectRow", "driver_for", "prebuilt", "register", "run"]
+async def _on_asyncpg(
+    conn: AsyncConnection,
+    adapter: AsyncAdapt_asyncpg_connection,
+    compiled: _Compiled,
+    arguments: Any,
+    many: bool,
+) -> DirectResult:
+    """What SQLAlchemy's asyncpg cursor does for one execute: the adapter's transaction
+    (begun on the first statement, as the cursor begins it), its prepared-statement cache
+    and its error translation; then SQLAlchemy's disconnect handling."""
+    dialect: Any = conn.dialect
+    raw: list[Any] = []
+    status: str | None = None
+    try:
+        async with adapter._execute_mutex:
+            if adapter._transaction is None:
+                await adapter._start_transaction()
+            try:
+                if many:
+                    await adapter._check_type_cache_invalidation(
+                        dialect._invalidate_schema_cache_asof
+                    )
+                    await adapter._connection.executemany(compiled.sql, arguments)
+                else:
+                    prepared, _ = await adapter._prepare(
+                        compiled.sql, dialect._invalidate_schema_cache_asof
+                    )
+                    raw = await prepared.fetch(*arguments)
+                    status = prepared.get_statusmsg()
+            except Exception as error:
+                adapter._handle_exception(error)  # raises it as the adapter's DBAPI error
+    except dialect.loaded_dbapi.Error as exc:
+        gone = dialect.is_disconnect(exc, adapter, None)
+        if gone:
+            await conn.invalidate(exc)
+        raise DBAPIError.instance(
+            compiled.sql,
+            arguments,
+            exc,
+            dialect.loaded_dbapi.Error,
+            connection_invalidated=gone,
+            dialect=dialect,
+        ) from exc
+    counted = _ROWCOUNT.match(status or "")
+    return DirectResult(compiled.rows(raw), int(counted.group(1)) if counted else -1)
+
+
+__all__ = ["DirectResult", "DirectRow", "Driver", "driver_for", "prebuilt", "register", "run"]
