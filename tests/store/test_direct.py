@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, event, insert, text
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, StatementError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -301,3 +302,68 @@ async def test_mariadb_statements_go_through_sqlalchemy() -> None:
             await store.close()
     assert not isinstance(result, direct.DirectResult)
     assert result.first().session_id == "s1"
+
+
+async def test_a_sqlite_begin_skips_sqlalchemy_unless_someone_watches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    real = Connection.exec_driver_sql
+
+    def counted(self: Connection, statement: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(statement)
+        return real(self, statement, *args, **kwargs)
+
+    async with database("sqlite", tmp_path, "begin") as url:
+        store = await SqlStateStore.connect(url)
+        monkeypatch.setattr(Connection, "exec_driver_sql", counted)
+        try:
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+            async with store.transaction(read_only=True) as tx:
+                assert await tx.sessions.get(REF) is not None
+            assert sent == []
+            seen: list[str] = []
+
+            def statement(_c: Any, _cur: Any, sql: str, *_: Any) -> None:
+                seen.append(sql)
+
+            event.listen(store.engine.sync_engine, "before_cursor_execute", statement)
+            async with store.transaction() as tx:
+                await tx.sessions.get(REF)
+            assert sent == ["BEGIN IMMEDIATE"] and seen[0] == "BEGIN IMMEDIATE"
+        finally:
+            await store.close()
+
+
+async def test_a_sqlite_begin_that_cannot_take_the_lock_fails_as_a_transient_conflict(
+    tmp_path: Path,
+) -> None:
+    async with database("sqlite", tmp_path, "busy") as url:
+        store = await SqlStateStore.connect(url, connect_args={"timeout": 0.1})
+        holder = sqlite3.connect(str(tmp_path / "busy.db"), isolation_level=None)
+        try:
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+            holder.execute("BEGIN IMMEDIATE")
+            with pytest.raises(OperationalError) as caught:
+                async with store.transaction() as tx:
+                    await tx.sessions.get(REF)
+            assert store.is_transient_error(caught.value)
+            holder.execute("ROLLBACK")
+            async with store.transaction() as tx:  # the lock is free again: it just works
+                assert await tx.sessions.get(REF) is not None
+        finally:
+            holder.close()
+            await store.close()
+
+
+async def test_a_missing_value_fails_as_sqlalchemy_fails(store: SqlStateStore) -> None:
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(REF)
+    with pytest.raises(StatementError, match="p_session_id"):
+        async with store.transaction() as tx:
+            await _context(tx).execute(
+                select_session(False), {"p_namespace": "direct", "p_agent_id": "agent"}
+            )
+    assert (await _header(store)).first().session_id == "s1"

@@ -41,8 +41,9 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
+from sqlalchemy import util
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -57,6 +58,22 @@ _PLANS: dict[int, _Plan] = {}
 #: The connection events under which a statement must go through SQLAlchemy (see the
 #: module's doc); ``handle_error`` is the dialect's.
 _STATEMENT_EVENTS = ("before_cursor_execute", "after_cursor_execute")
+#: What this module uses of SQLAlchemy's asyncpg adapter (internal to SQLAlchemy, the same
+#: from 2.0 to 2.1): where one is missing, PostgreSQL's statements all go through SQLAlchemy.
+_ASYNCPG_ADAPTER_FITS = all(
+    hasattr(AsyncAdapt_asyncpg_connection, name)
+    for name in (
+        "_execute_mutex",
+        "_transaction",
+        "_start_transaction",
+        "_prepare",
+        "_check_type_cache_invalidation",
+        "_handle_exception",
+        "_connection",
+    )
+)
+#: Await a coroutine from synchronous code SQLAlchemy runs in its greenlet (2.1's name first).
+_await = getattr(util, "await_", None) or util.await_only
 #: The row count in PostgreSQL's command status, read as SQLAlchemy's asyncpg cursor reads it.
 _ROWCOUNT = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
 
@@ -135,13 +152,19 @@ class DirectResult:
 class _Compiled:
     """One statement compiled for one database and one set of parameter names."""
 
-    __slots__ = ("binds", "compiled", "names", "results", "row", "sql")
+    __slots__ = ("binds", "compiled", "fixed", "names", "results", "row", "sql")
 
     def __init__(self, compiled: SQLCompiler, dialect: Dialect) -> None:
         self.compiled = compiled
         self.sql = compiled.string
         self.names = tuple(compiled.positiontup or ())
         self.binds: Any = compiled._bind_processors
+        # Values the statement holds itself (a literal such as ``revision + 1``'s 1).
+        self.fixed = {
+            name: bind.value
+            for name, bind in ((n, compiled.binds[n]) for n in self.names)
+            if not bind.required and bind.callable is None
+        }
         columns = compiled._result_columns
         fields = tuple(column.keyname for column in columns)
         self.row: type[DirectRow] = type(
@@ -153,10 +176,18 @@ class _Compiled:
             column.type._cached_result_processor(dialect, None) for column in columns
         )
 
-    def arguments(self, parameters: Mapping[str, Any] | None) -> list[Any]:
-        values = self.compiled.construct_params(parameters, escape_names=False)
-        binds = self.binds
-        return [binds[n](values[n]) if n in binds else values[n] for n in self.names]
+    def arguments(self, parameters: Mapping[str, Any] | None) -> list[Any] | None:
+        """The positional values, as SQLAlchemy's ``construct_params`` and bind processors
+        make them: each name's value from ``parameters``, else the statement's own (a
+        literal it holds). None when a value is missing or computed at execution: the
+        statement then goes through SQLAlchemy, which raises its own error or computes it."""
+        given = parameters or {}
+        fixed, binds = self.fixed, self.binds
+        try:
+            values = [given[n] if n in given else fixed[n] for n in self.names]
+        except KeyError:
+            return None
+        return [binds[n](v) if n in binds else v for n, v in zip(self.names, values, strict=True)]
 
     def rows(self, raw: list[Any]) -> list[DirectRow]:
         make, results = self.row, self.results
@@ -214,20 +245,42 @@ def driver_for(conn: AsyncConnection) -> Driver | None:
     """The connection's driver, when prebuilt statements may skip SQLAlchemy on it: on
     SQLite statecore's own, on PostgreSQL SQLAlchemy's asyncpg adapter, and nobody watches
     statements (see the module's doc). None otherwise."""
-    name = conn.dialect.name
-    if name not in ("sqlite", "postgresql"):
-        return None
     sync = conn.sync_connection
-    if sync is None or any(getattr(sync.dispatch, name) for name in _STATEMENT_EVENTS):
+    return None if sync is None else driver_of(sync)
+
+
+def driver_of(sync: Connection) -> Driver | None:
+    """``driver_for`` of a synchronous ``Connection`` (inside SQLAlchemy's events)."""
+    dialect = sync.dialect
+    if dialect.name not in ("sqlite", "postgresql"):
         return None
-    if conn.dialect.dispatch.handle_error or sync._echo:  # _echo: SQLAlchemy logs statements
+    if any(getattr(sync.dispatch, watched) for watched in _STATEMENT_EVENTS):
+        return None
+    if dialect.dispatch.handle_error or sync._echo:  # _echo: SQLAlchemy logs statements
         return None
     pooled = sync.connection
-    if name == "sqlite":
+    if dialect.name == "sqlite":
         driver = getattr(pooled, "driver_connection", None)
         return driver if isinstance(driver, InlineConnection) else None
     adapter = pooled.dbapi_connection
-    return adapter if isinstance(adapter, AsyncAdapt_asyncpg_connection) else None
+    if _ASYNCPG_ADAPTER_FITS and isinstance(adapter, AsyncAdapt_asyncpg_connection):
+        return adapter
+    return None
+
+
+def begin(sync: Connection, sql: str) -> None:
+    """``sync.exec_driver_sql(sql)`` for the BEGIN a SQLite transaction sends from
+    SQLAlchemy's ``begin`` event, sent to statecore's driver directly when nobody watches
+    statements; a failure (the write lock not free within the busy timeout) is raised as
+    SQLAlchemy raises it."""
+    driver = driver_of(sync)
+    if not isinstance(driver, InlineConnection):
+        sync.exec_driver_sql(sql)
+        return
+    try:
+        _await(driver.run(sqlite3.Cursor.execute, sql, ()))
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(sql, (), exc, sqlite3.Error, dialect=sync.dialect) from exc
 
 
 async def run(
@@ -248,10 +301,11 @@ async def run(
     compiled = plan.compiled(tuple(sorted(sets[0])), len(sets) > 1, conn.dialect)
     if compiled is None:
         return await conn.execute(statement, parameters)
-    if len(sets) > 1:
-        arguments: Any = [compiled.arguments(s) for s in sets]
-    else:
-        arguments = compiled.arguments(sets[0])
+    arguments: Any = [compiled.arguments(s) for s in sets]
+    if any(a is None for a in arguments):
+        return await conn.execute(statement, parameters)
+    if len(sets) == 1:
+        arguments = arguments[0]
     if isinstance(driver, InlineConnection):
         return await _on_sqlite(conn, driver, compiled, arguments, len(sets) > 1)
     return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1)
@@ -318,4 +372,14 @@ async def _on_asyncpg(
     return DirectResult(compiled.rows(raw), int(counted.group(1)) if counted else -1)
 
 
-__all__ = ["DirectResult", "DirectRow", "Driver", "driver_for", "prebuilt", "register", "run"]
+__all__ = [
+    "DirectResult",
+    "DirectRow",
+    "Driver",
+    "begin",
+    "driver_for",
+    "driver_of",
+    "prebuilt",
+    "register",
+    "run",
+]

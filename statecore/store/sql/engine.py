@@ -26,7 +26,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from statecore.core.errors import DriverMissingError, InvalidInputError
-from statecore.store.sql import sqlite_driver
+from statecore.store.sql import direct, sqlite_driver
 from statecore.store.sql.liveness import ping_after_idle
 
 #: Seconds a SQLite transaction waits for the write lock before failing.
@@ -139,7 +139,7 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
 
     def on_begin(conn: Any) -> None:
         read_only = conn.get_execution_options().get(READ_ONLY_OPTION, False)
-        conn.exec_driver_sql("BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
+        direct.begin(conn, "BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
 
     def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         # SQLAlchemy's own aiosqlite connect, with connections that leave their thread out
