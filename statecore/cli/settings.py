@@ -186,9 +186,9 @@ class Settings:
         """statecore's payload format, encrypted when a keyring is configured (the workers
         must use the same keyring, see docs/encryption.md)."""
         if not self.encryption_keys:
-            from temporalio.contrib.pydantic import pydantic_data_converter
+            from statecore.temporal.converter import statecore_data_converter
 
-            return pydantic_data_converter
+            return statecore_data_converter()
         try:
             from statecore.encryption.codec import Keyring, encrypted_data_converter
         except ImportError as exc:

@@ -47,7 +47,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from statecore import AgentSessionClient, StatecorePlugin
 from statecore.agent_session.single_input import SingleInputInterceptor
-from statecore.temporal.converter import adjust_data_converter
+from statecore.contract.session import SendMessageInput
+from statecore.temporal.converter import StatecorePayloadConverter, adjust_data_converter
 from statecore.temporal.devserver import DevServer
 from statecore.temporal.plugin import SANDBOX_PASSTHROUGH, workflow_runner
 
@@ -124,7 +125,7 @@ async def test_a_users_codec_encodes_the_whole_history_of_a_statecore_session(
         data_converter=DataConverter(payload_codec=UserCodec()),
         plugins=[_plugin(tmp_path)],
     )
-    assert client.data_converter.payload_converter_class is PydanticPayloadConverter
+    assert client.data_converter.payload_converter_class is StatecorePayloadConverter
     assert isinstance(client.data_converter.payload_codec, UserCodec)
     task_queue = f"codec-{uuid.uuid4().hex[:8]}"
     sessions = AgentSessionClient(client, task_queue=task_queue)
@@ -140,11 +141,9 @@ async def test_a_users_codec_encodes_the_whole_history_of_a_statecore_session(
 
 
 def test_the_payload_converter_becomes_pydantic_and_everything_else_stays() -> None:
-    user = DataConverter(
-        payload_codec=UserCodec(), failure_converter_class=UserFailureConverter
-    )
+    user = DataConverter(payload_codec=UserCodec(), failure_converter_class=UserFailureConverter)
     adjusted = adjust_data_converter(user)
-    assert adjusted.payload_converter_class is PydanticPayloadConverter
+    assert adjusted.payload_converter_class is StatecorePayloadConverter
     assert adjusted.payload_codec is user.payload_codec
     assert adjusted.failure_converter_class is UserFailureConverter
     assert adjusted.external_storage is user.external_storage
@@ -152,6 +151,24 @@ def test_the_payload_converter_becomes_pydantic_and_everything_else_stays() -> N
     mine = type("MyPydantic", (PydanticPayloadConverter,), {})
     kept = DataConverter(payload_converter_class=mine)
     assert adjust_data_converter(kept) is kept
+
+
+def test_statecores_payload_converter_writes_pydantics_payloads_and_shares_its_json_one() -> None:
+    values = [
+        SendMessageInput(turn_id="t-1", content="caf\u00e9 \u4e2d", metadata={"n": 1}),
+        {"plain": [1, 2.5, None]},
+        b"\x00raw",
+        None,
+    ]
+    ours, theirs = StatecorePayloadConverter(), PydanticPayloadConverter()
+    payloads = ours.to_payloads(values)
+    assert payloads == theirs.to_payloads(values)
+    hints = [SendMessageInput, dict, bytes, type(None)]
+    assert ours.from_payloads(payloads, hints) == theirs.from_payloads(payloads, hints)
+    # Temporal builds one per workflow activation: they share one JSON converter.
+    again = StatecorePayloadConverter()
+    assert again.converters[b"json/plain"] is ours.converters[b"json/plain"]
+    assert list(again.converters) == list(theirs.converters)
 
 
 def test_the_plugins_codec_applies_when_the_user_has_none() -> None:
@@ -167,9 +184,7 @@ def test_the_plugins_codec_applies_when_the_user_has_none() -> None:
 async def test_two_codecs_are_refused_before_anything_is_sent(
     dev_server: DevServer, tmp_path: Path
 ) -> None:
-    plugin = StatecorePlugin(
-        f"sqlite+aiosqlite:///{tmp_path / 'statecore.db'}", codec=OtherCodec()
-    )
+    plugin = StatecorePlugin(f"sqlite+aiosqlite:///{tmp_path / 'statecore.db'}", codec=OtherCodec())
     with pytest.raises(ValueError, match="pass it in one place"):
         await Client.connect(
             dev_server.address,
