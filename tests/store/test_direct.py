@@ -52,7 +52,7 @@ DATABASES = [
 
 @asynccontextmanager
 async def database(kind: str, tmp_path: Path, label: str) -> AsyncIterator[str]:
-    """A fresh, migrated database of ``kind``."""
+    """A fresh, migrated database of ``kind`` ('sqlite', 'postgresql', 'mysql')."""
     if kind == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / f'{label}.db'}"
         await upgrade_database(url)
@@ -285,12 +285,8 @@ async def test_a_connection_lost_under_a_direct_statement_is_replaced(tmp_path: 
 
 
 @pytest.mark.mariadb
-async def test_mariadb_statements_go_through_sqlalchemy() -> None:
-    reason = await server_down_reason("mysql")
-    if reason is not None:
-        pytest.skip(reason)
-    async with fresh_database("mysql", "direct") as url:
-        await upgrade_database(url)
+async def test_mariadb_statements_go_through_sqlalchemy(tmp_path: Path) -> None:
+    async with database("mysql", tmp_path, "direct") as url:
         store = await SqlStateStore.connect(url)
         try:
             async with store.transaction() as tx:
