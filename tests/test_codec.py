@@ -20,7 +20,7 @@ from statecore.encryption.codec import (
     generate_key,
     parse_key_material,
 )
-from statecore.temporal.converter import statecore_data_converter
+from statecore.temporal.converter import STATECORE_DATA_CONVERTER, statecore_data_converter
 
 SECRET = "the vault code is 7-4-1-9-zebra"
 KEY_A = generate_key()
@@ -179,9 +179,10 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
     assert SECRET.encode() not in payload.SerializeToString()
     [back] = await converter.decode([payload], [SendMessageInput])
     assert back == message
-    # The shared pydantic converter is untouched: encrypting one client changes no other.
+    # The shared converters are untouched: encrypting one client changes no other.
     assert pydantic_data_converter.payload_codec is None
-    assert statecore_data_converter() is pydantic_data_converter
+    assert statecore_data_converter() is STATECORE_DATA_CONVERTER
+    assert STATECORE_DATA_CONVERTER.payload_codec is None
 
 
 def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
