@@ -59,8 +59,9 @@ class SqlContext:
         self._session_rows: dict[SessionKey, SessionRow] = {}
         # Header values written by touch_session and not yet sent, by header primary key.
         self._touches: dict[int, dict[str, Any]] = {}
-        # The SQLite driver that runs prebuilt statements directly (see direct), decided
-        # at the first statement: False until then, None where SQLAlchemy runs them all.
+        # The driver that runs prebuilt statements directly on SQLite and PostgreSQL (see
+        # direct), decided at the first statement: False until then, None where SQLAlchemy
+        # runs them all.
         self._driver: direct.Driver | bool | None = False
 
     @property

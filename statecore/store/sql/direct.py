@@ -280,7 +280,7 @@ def begin(sync: Connection, sql: str) -> None:
     try:
         _await(driver.run(sqlite3.Cursor.execute, sql, ()))
     except sqlite3.Error as exc:
-        raise DBAPIError.instance(sql, (), exc, sqlite3.Error, dialect=sync.dialect) from exc
+        raise _sqlite_error(sql, (), exc, sync.dialect) from exc
 
 
 async def run(
@@ -319,10 +319,13 @@ async def _on_sqlite(
     try:
         _, raw, rowcount, _ = await driver.run(call, compiled.sql, arguments)
     except sqlite3.Error as exc:
-        raise DBAPIError.instance(
-            compiled.sql, arguments, exc, sqlite3.Error, dialect=conn.dialect
-        ) from exc
+        raise _sqlite_error(compiled.sql, arguments, exc, conn.dialect) from exc
     return DirectResult(compiled.rows(raw), rowcount)
+
+
+def _sqlite_error(sql: str, arguments: Any, error: sqlite3.Error, dialect: Dialect) -> Exception:
+    """The ``sqlalchemy.exc`` error SQLAlchemy raises for this sqlite3 error."""
+    return DBAPIError.instance(sql, arguments, error, sqlite3.Error, dialect=dialect)
 
 
 async def _on_asyncpg(
