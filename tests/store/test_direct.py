@@ -363,3 +363,87 @@ async def test_a_missing_value_fails_as_sqlalchemy_fails(store: SqlStateStore) -
                 select_session(False), {"p_namespace": "direct", "p_agent_id": "agent"}
             )
     assert (await _header(store)).first().session_id == "s1"
+
+
+async def _server_state(admin: Any, ctx: SqlContext) -> str:
+    """What PostgreSQL reports of the block's connection: 'idle' between statements outside
+    a transaction, 'idle in transaction' inside one."""
+    raw = await ctx.conn.get_raw_connection()
+    pid = raw.driver_connection.get_server_pid()  # type: ignore[union-attr]
+    async with admin.connect() as conn:
+        found = await conn.scalar(
+            text("SELECT state FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+        )
+    return str(found)
+
+
+@pytest.mark.postgres
+async def test_a_read_only_block_reads_outside_a_server_transaction_at_read_committed(
+    tmp_path: Path,
+) -> None:
+    async with database("postgresql", tmp_path, "reads") as url:
+        store = await SqlStateStore.connect(url)
+        admin = create_async_engine(url, poolclass=NullPool)
+        try:
+            expected = await _work(store)
+            async with store.transaction(read_only=True) as tx:
+                assert await tx.turns.get(REF, "turn-1") == expected["turn"]
+                assert await tx.sessions.get(REF) == expected["session"]
+                assert await tx.conversation.tail(REF, max_tokens=40) == expected["tail"]
+                # Neither BEGIN nor COMMIT: the server holds no transaction for the block.
+                assert await _server_state(admin, _context(tx)) == "idle"
+            async with store.transaction() as tx:
+                await tx.sessions.get(REF)
+                assert await _server_state(admin, _context(tx)) == "idle in transaction"
+        finally:
+            await admin.dispose()
+            await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_read_only_block_that_writes_begins_a_transaction_and_rolls_it_back(
+    tmp_path: Path,
+) -> None:
+    async with database("postgresql", tmp_path, "writes") as url:
+        store = await SqlStateStore.connect(url)
+        admin = create_async_engine(url, poolclass=NullPool)
+        try:
+            await _work(store)
+            with pytest.raises(RuntimeError, match="after the write"):
+                async with store.transaction(read_only=True) as tx:
+                    await tx.sessions.get(REF)
+                    await tx.kv.put(SCOPE, "b", "latest", {"turn": 99})
+                    assert await _server_state(admin, _context(tx)) == "idle in transaction"
+                    assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 99}
+                    raise RuntimeError("after the write")
+            async with store.transaction(read_only=True) as tx:
+                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 2}
+            async with store.transaction(read_only=True) as tx:
+                await tx.kv.put(SCOPE, "b", "latest", {"turn": 3})
+            async with store.transaction(read_only=True) as tx:
+                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 3}
+        finally:
+            await admin.dispose()
+            await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_read_only_block_keeps_its_snapshot_above_read_committed(tmp_path: Path) -> None:
+    async with database("postgresql", tmp_path, "snapshot") as url:
+        store = await SqlStateStore.connect(url, isolation_level="REPEATABLE READ")
+        admin = create_async_engine(url, poolclass=NullPool)
+        try:
+            await _work(store)
+            async with store.transaction(read_only=True) as tx:
+                before = await tx.kv.get(SCOPE, "b", "latest")
+                assert await _server_state(admin, _context(tx)) == "idle in transaction"
+                async with admin.begin() as conn:  # a write the block's snapshot predates
+                    await conn.execute(
+                        text("UPDATE statecore_kv_entries SET revision = revision + 10")
+                    )
+                again = await tx.kv.get(SCOPE, "b", "latest")
+                assert again is not None and before is not None
+                assert again.revision == before.revision
+        finally:
+            await admin.dispose()
+            await store.close()

@@ -3,7 +3,7 @@ timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -21,6 +21,8 @@ from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
 SessionKey = tuple[str, str, str]
+#: The header's column names, as a header row holds them.
+SESSION_COLUMNS = tuple(sessions.c.keys())
 
 
 class SessionRow(SimpleNamespace):
@@ -40,8 +42,11 @@ class SqlContext:
         default_ttl: int,
         max_packet: int | None = None,
         windows: WindowCache | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self._conn = conn
+        self._read_only = read_only
         self.now = now
         self.counter = counter
         self.default_ttl = default_ttl
@@ -63,6 +68,8 @@ class SqlContext:
         # direct), decided at the first statement: False until then, None where SQLAlchemy
         # runs them all.
         self._driver: direct.Driver | bool | None = False
+        # A read-only block whose plain reads need no server transaction (direct.run).
+        self._reads_outside = False
 
     @property
     def conn(self) -> AsyncConnection:
@@ -80,7 +87,14 @@ class SqlContext:
         driver = self._driver
         if driver is False:
             driver = self._driver = direct.driver_for(conn)
-        return await direct.run(conn, driver, statement, parameters)  # type: ignore[arg-type]
+            self._reads_outside = self._read_only and direct.reads_committed(driver, conn)
+        return await direct.run(
+            conn,
+            driver,  # type: ignore[arg-type]
+            statement,
+            parameters,
+            read_only=self._reads_outside,
+        )
 
     @property
     def dialect(self) -> str:
@@ -119,12 +133,23 @@ class SqlContext:
         if found is None:
             self._session_rows.pop(key, None)
             return None
-        row = SessionRow(**found._mapping)
+        row = self.keep_session_row(key, found._mapping)
+        if lock:
+            self.note_session_locked(*key)
+        return row
+
+    def cached_session_row(self, ref: SessionRef) -> SessionRow | None:
+        """The header row an unlocked read would be answered with, without asking SQL."""
+        return self._session_rows.get((ref.namespace, ref.agent_id, ref.session_id))
+
+    def keep_session_row(self, key: SessionKey, columns: Mapping[str, Any]) -> SessionRow:
+        """Keep a header row read without its lock (by ``select_session(False)`` or a
+        statement that reads the same columns beside others), so later unlocked reads in
+        this transaction are answered from it."""
+        row = SessionRow(**{name: columns[name] for name in SESSION_COLUMNS})
         for name, value in self._touches.get(row.id, {}).items():
             setattr(row, name, value)  # not sent yet: SQL still holds the older values
         self._session_rows[key] = row
-        if lock:
-            self.note_session_locked(*key)
         return row
 
     def _holds(self, key: SessionKey) -> bool:

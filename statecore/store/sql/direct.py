@@ -152,7 +152,7 @@ class DirectResult:
 class _Compiled:
     """One statement compiled for one database and one set of parameter names."""
 
-    __slots__ = ("binds", "compiled", "fixed", "names", "results", "row", "sql")
+    __slots__ = ("binds", "compiled", "fixed", "names", "plain_read", "results", "row", "sql")
 
     def __init__(self, compiled: SQLCompiler, dialect: Dialect) -> None:
         self.compiled = compiled
@@ -175,6 +175,7 @@ class _Compiled:
         self.results = tuple(
             column.type._cached_result_processor(dialect, None) for column in columns
         )
+        self.plain_read = _plain_read(compiled)
 
     def arguments(self, parameters: Mapping[str, Any] | None) -> list[Any] | None:
         """The positional values, as SQLAlchemy's ``construct_params`` and bind processors
@@ -200,6 +201,15 @@ class _Compiled:
             )
             for r in raw
         ]
+
+
+def _plain_read(compiled: SQLCompiler) -> bool:
+    """Whether the statement only reads: a SELECT that locks no row (no ``FOR UPDATE``) and
+    writes nothing through a CTE."""
+    statement: Any = compiled.statement
+    if not getattr(statement, "is_select", False) or statement._for_update_arg is not None:
+        return False
+    return not any(getattr(cte.element, "is_dml", False) for cte in compiled.ctes or ())
 
 
 class _Plan:
@@ -283,14 +293,35 @@ def begin(sync: Connection, sql: str) -> None:
         raise _sqlite_error(sql, (), exc, sync.dialect) from exc
 
 
+def reads_committed(driver: Driver | None, conn: AsyncConnection) -> bool:
+    """Whether ``driver`` is PostgreSQL's and its transactions run at READ COMMITTED (the
+    level chosen for the connection, else the server's default), where every statement
+    reads its own snapshot, inside a transaction or not (see ``run``'s ``read_only``)."""
+    if not isinstance(driver, AsyncAdapt_asyncpg_connection):
+        return False
+    level = driver.isolation_level
+    if level is None:
+        return conn.dialect.default_isolation_level == "READ COMMITTED"
+    return level == "read_committed"
+
+
 async def run(
     conn: AsyncConnection,
     driver: Driver | None,
     statement: Any,
     parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    *,
+    read_only: bool = False,
 ) -> Any:
     """``conn.execute(statement, parameters)``, sent to ``driver`` directly when the
-    statement is ``prebuilt`` and ``driver`` is given (``driver_for``)."""
+    statement is ``prebuilt`` and ``driver`` is given (``driver_for``).
+
+    ``read_only``: the caller's transaction is a read-only block on a PostgreSQL connection
+    that ``reads_committed``. A plain read sent before the block's first write then opens
+    no transaction on the server: at READ COMMITTED each statement sees the rows committed
+    when it starts, in a transaction or not, and a plain read holds no lock a transaction
+    would keep. A block that only reads (a turn's context) then sends neither BEGIN nor
+    COMMIT, two round trips fewer; a write still begins the transaction it runs in."""
     plan = _PLANS.get(id(statement)) if driver is not None else None
     if plan is None or driver is None:
         return await conn.execute(statement, parameters)
@@ -308,7 +339,8 @@ async def run(
         arguments = arguments[0]
     if isinstance(driver, InlineConnection):
         return await _on_sqlite(conn, driver, compiled, arguments, len(sets) > 1)
-    return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1)
+    begin = not (read_only and compiled.plain_read)
+    return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1, begin)
 
 
 async def _on_sqlite(
@@ -334,16 +366,18 @@ async def _on_asyncpg(
     compiled: _Compiled,
     arguments: Any,
     many: bool,
+    begin: bool = True,
 ) -> DirectResult:
     """What SQLAlchemy's asyncpg cursor does for one execute: the adapter's transaction
-    (begun on the first statement, as the cursor begins it), its prepared-statement cache
-    and its error translation; then SQLAlchemy's disconnect handling."""
+    (begun on the first statement, as the cursor begins it, unless ``begin`` is False),
+    its prepared-statement cache and its error translation; then SQLAlchemy's disconnect
+    handling."""
     dialect: Any = conn.dialect
     raw: list[Any] = []
     status: str | None = None
     try:
         async with adapter._execute_mutex:
-            if adapter._transaction is None:
+            if adapter._transaction is None and begin:
                 await adapter._start_transaction()
             try:
                 if many:
@@ -383,6 +417,7 @@ __all__ = [
     "driver_for",
     "driver_of",
     "prebuilt",
+    "reads_committed",
     "register",
     "run",
 ]

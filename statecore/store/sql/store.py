@@ -180,6 +180,7 @@ class SqlStateStore(StateStore):
                                 # A read-only block cannot leave uncommitted rows behind in
                                 # the cache (see window_cache).
                                 windows=self._windows if read_only else None,
+                                read_only=read_only,
                             )
                             try:
                                 yield SqlTransaction(ctx)
