@@ -26,14 +26,14 @@ DIALECTS = [
     pytest.param("mysql", marks=pytest.mark.mariadb),
 ]
 REF = SessionRef(namespace="cost", agent_id="agent", session_id="s1")
-#: Context read: the header with the turn's record beside it (one statement), hints, the
-#: window's boundary (once the log outgrows the budget), the window (from the cached window's
-#: newest row on). Commit: header
+#: Context read: the header with the turn's record and whether the session has hints beside
+#: it (one statement), the hints (only if it has any), the window's boundary (once the log
+#: outgrows the budget), the window (from the cached window's newest row on). Commit: header
 #: (locked), the turn's existing messages, insert, counters with the idle clock, the usage added
 #: in place, the window's first message, the turn record, the latest turn, and the change feed
 #: (two statements: numbering and events; one on PostgreSQL, three on MariaDB). MariaDB inserts
 #: the turn record in a savepoint (two more, see statecore/store/sql/turn_records.py).
-MAX_STATEMENTS_PER_TURN = {"sqlite": 14, "postgresql": 13, "mysql": 17}
+MAX_STATEMENTS_PER_TURN = {"sqlite": 13, "postgresql": 12, "mysql": 16}
 
 
 @pytest.fixture(params=DIALECTS)
@@ -95,8 +95,10 @@ async def test_a_turn_costs_the_same_statements_at_any_length(store: SqlStateSto
             event.remove(store.engine.sync_engine, "rollback", log._end)
     early, late = seen[5], seen[40]
     assert len(late) == 2, late  # the context read, then the commit
-    # The turn's record is looked up in the statement that reads the header.
-    assert len(late[0]) <= 4 and not any("statecore_turn_records" in s for s in late[0][1:])
+    # The turn's record, and whether there are hints, are read with the header: then the
+    # window's boundary and the window itself.
+    assert len(late[0]) <= 3 and not any("statecore_turn_records" in s for s in late[0][1:])
+    assert not any("statecore_hints" in s for s in late[0][1:])  # the session has none
     for transaction in late:
         headers = [s for s in transaction if s.startswith("SELECT statecore_sessions.")]
         assert len(headers) == 1, transaction

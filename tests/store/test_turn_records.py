@@ -97,3 +97,31 @@ async def test_bad_turn_ids_are_refused(store: StateStore, ref: SessionRef) -> N
         async with store.transaction() as tx:
             with pytest.raises(InvalidIdentifierError):
                 await tx.turns.get(ref, bad)
+
+
+async def test_a_lookup_first_in_a_transaction_leaves_the_session_as_later_reads_see_it(
+    store: StateStore, ref: SessionRef
+) -> None:
+    """A turn's first read (its record) also reads the header and whether the session has
+    hints (the SQL store answers later reads from it); what the transaction reads or writes
+    afterwards is still current."""
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        await tx.turns.insert(ref, "t-1", [1])
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.turns.get(ref, "t-1") == [1]
+        assert await tx.conversation.hints(ref) == []
+        info = await tx.sessions.get(ref)
+        assert info is not None and info.ref == ref
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t-2") is None
+        assert await tx.conversation.hints(ref) == []
+        await tx.conversation.add_hint(ref, "answer briefly")
+        assert [h.text for h in await tx.conversation.hints(ref)] == ["answer briefly"]
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.turns.get(ref, "t-2") is None
+        assert [h.text for h in await tx.conversation.hints(ref)] == ["answer briefly"]
+    async with store.transaction(read_only=True) as tx:
+        other = SessionRef(namespace=ref.namespace, agent_id=ref.agent_id, session_id="absent")
+        assert await tx.turns.get(other, "t-1") is None
+        assert await tx.sessions.get(other) is None

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, Update, bindparam, select, update
+from sqlalchemy import Select, Update, bindparam, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -16,7 +16,7 @@ from statecore.core.errors import SessionNotFoundError, StatecoreError, StateToo
 from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import direct
-from statecore.store.sql.schema import sessions
+from statecore.store.sql.schema import hints, sessions, turn_records
 from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
@@ -70,6 +70,8 @@ class SqlContext:
         self._driver: direct.Driver | bool | None = False
         # A read-only block whose plain reads need no server transaction (direct.run).
         self._reads_outside = False
+        # Sessions this transaction found without hints (read_for_turn).
+        self._hintless: set[int] = set()
 
     @property
     def conn(self) -> AsyncConnection:
@@ -137,6 +139,35 @@ class SqlContext:
         if lock:
             self.note_session_locked(*key)
         return row
+
+    async def read_for_turn(self, ref: SessionRef, turn_id: str) -> str | None:
+        """The stored record of ``turn_id`` (None if the turn never committed, or the
+        session does not exist), read with what a turn reads next in the same statement:
+        the session's header row, kept as an unlocked read, and whether it has any hints,
+        so a turn of a session without hints does not list them (``has_no_hints``)."""
+        params = {
+            "p_namespace": ref.namespace,
+            "p_agent_id": ref.agent_id,
+            "p_session_id": ref.session_id,
+            "p_turn_id": turn_id,
+        }
+        found = (await self.execute(select_session_for_turn(), params)).first()
+        if found is None:
+            return None  # no such session, so no such turn
+        columns = found._mapping
+        row = self.keep_session_row((ref.namespace, ref.agent_id, ref.session_id), columns)
+        if not columns[_HAS_HINTS]:
+            self._hintless.add(row.id)
+        record: str | None = columns[_TURN_RECORD]
+        return record
+
+    def has_no_hints(self, session_pk: int) -> bool:
+        """Whether this transaction saw that the session has no hints and added none since."""
+        return session_pk in self._hintless
+
+    def hints_added(self, session_pk: int) -> None:
+        """Note that hints were written for the session in this transaction."""
+        self._hintless.discard(session_pk)
 
     def cached_session_row(self, ref: SessionRef) -> SessionRow | None:
         """The header row an unlocked read would be answered with, without asking SQL."""
@@ -265,6 +296,39 @@ def select_session(lock: bool) -> Select[Any]:
     )
     # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
     return statement.with_for_update() if lock else statement
+
+
+#: Labels of what ``select_session_for_turn`` reads beside the header's columns.
+_TURN_RECORD = "turn_record"
+_HAS_HINTS = "has_hints"
+assert _TURN_RECORD not in sessions.c and _HAS_HINTS not in sessions.c
+
+
+@direct.prebuilt
+def select_session_for_turn() -> Select[Any]:
+    """``select_session(False)`` with, beside the header's columns, the record of turn
+    ``p_turn_id`` (NULL when it never committed) and whether the session has hints: what a
+    turn reads first, in one statement."""
+    s, r, h = sessions.c, turn_records.c, hints.c
+    return (
+        select(
+            sessions,
+            r.record.label(_TURN_RECORD),
+            exists().where(h.session_pk == s.id).label(_HAS_HINTS),
+        )
+        .select_from(
+            sessions.outerjoin(
+                turn_records,
+                (r.session_pk == s.id)
+                & (r.turn_id == bindparam("p_turn_id", type_=r.turn_id.type)),
+            )
+        )
+        .where(
+            s.namespace == bindparam("p_namespace", type_=s.namespace.type),
+            s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
+            s.session_id == bindparam("p_session_id", type_=s.session_id.type),
+        )
+    )
 
 
 @direct.prebuilt

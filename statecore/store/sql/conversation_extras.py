@@ -51,6 +51,7 @@ class ConversationExtras:
         validate_text(text, "hint", allow_empty=False)
         session = await self._ctx.session_row(ref)
         now = self._ctx.now
+        self._ctx.hints_added(session.id)
         result = await self._ctx.conn.execute(
             insert(hint_table).values(session_pk=session.id, text=text, created_at=now)
         )
@@ -63,6 +64,8 @@ class ConversationExtras:
     async def hints(self, ref: SessionRef) -> list[Hint]:
         check_ref(ref)
         session = await self._ctx.session_row(ref)
+        if self._ctx.has_no_hints(session.id):
+            return []  # the turn's first read saw none
         rows = await self._ctx.execute(_hints(), {"p_session_pk": session.id})
         return [Hint(id=r.id, text=r.text, created_at=r.created_at) for r in rows]
 
@@ -114,6 +117,7 @@ class ConversationExtras:
 
     async def _write_restored_extras(self, session: SessionRow, extras: RestoreExtras) -> None:
         if extras.hints:
+            self._ctx.hints_added(session.id)
             # Hint ids are the store's own (autoincrement); text and time are kept.
             await self._ctx.conn.execute(
                 insert(hint_table),

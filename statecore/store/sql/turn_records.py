@@ -29,9 +29,6 @@ from statecore.store.sql.context import SqlContext, chunked
 from statecore.store.sql.schema import sessions, turn_records
 
 c = turn_records.c
-#: The record's label beside the header's columns (no header column has this name).
-_RECORD = "turn_record"
-assert _RECORD not in sessions.c
 
 
 @direct.prebuilt
@@ -48,29 +45,6 @@ def _get_statement() -> Any:
             s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
             s.session_id == bindparam("p_session_id", type_=s.session_id.type),
             c.turn_id == bindparam("p_turn_id", type_=c.turn_id.type),
-        )
-    )
-
-
-@direct.prebuilt
-def _get_with_header_statement() -> Any:
-    """The session's header row with the record of ``p_turn_id`` beside it (NULL when the
-    turn never committed), by the session's key: a turn's first read finds both in one
-    statement, and the header then serves the rest of the transaction."""
-    s = sessions.c
-    return (
-        select(sessions, c.record.label(_RECORD))
-        .select_from(
-            sessions.outerjoin(
-                turn_records,
-                (c.session_pk == s.id)
-                & (c.turn_id == bindparam("p_turn_id", type_=c.turn_id.type)),
-            )
-        )
-        .where(
-            s.namespace == bindparam("p_namespace", type_=s.namespace.type),
-            s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
-            s.session_id == bindparam("p_session_id", type_=s.session_id.type),
         )
     )
 
@@ -115,12 +89,8 @@ class SqlTurnRecordStore(TurnRecordStore):
         if ctx.cached_session_row(ref) is not None:
             found = (await ctx.execute(_get_statement(), params)).scalar()
         else:
-            row = (await ctx.execute(_get_with_header_statement(), params)).first()
-            if row is None:
-                return None  # no such session, so no such turn
-            columns = row._mapping
-            ctx.keep_session_row((ref.namespace, ref.agent_id, ref.session_id), columns)
-            found = columns[_RECORD]
+            # Often the turn's first read: its header comes along (SqlContext.read_for_turn).
+            found = await ctx.read_for_turn(ref, turn_id)
         return None if found is None else decode_json(found)
 
     async def insert(self, ref: SessionRef, turn_id: str, value: Any) -> None:
