@@ -50,17 +50,29 @@ MAX_HEARTBEAT_EVERY_SECONDS = 5.0
 
 async def _heartbeating(work: Awaitable[T]) -> T:
     """Await ``work`` while heartbeating, so a dead worker is noticed by the heartbeat
-    timeout instead of the (much longer) start-to-close timeout."""
+    timeout instead of the (much longer) start-to-close timeout.
+
+    The heartbeats come from a timer beside the call rather than from a task around it:
+    most calls (a fast model, the offline one) finish before the first heartbeat is due,
+    and then cost one timer set and cancelled."""
     timeout = activity.info().heartbeat_timeout
     every = MAX_HEARTBEAT_EVERY_SECONDS
     if timeout:
         every = min(every, timeout.total_seconds() / 3)
-    task = asyncio.ensure_future(work)
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=every)
-        if done:
-            return task.result()
-        activity.heartbeat()
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+
+    def beat() -> None:
+        nonlocal timer
+        activity.heartbeat()  # runs in the activity's context, copied with the timer
+        timer = loop.call_later(every, beat)
+
+    timer = loop.call_later(every, beat)
+    try:
+        return await work
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 class TurnActivities:
