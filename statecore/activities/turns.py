@@ -64,8 +64,9 @@ async def _heartbeating(work: Awaitable[T]) -> T:
 
     def beat() -> None:
         nonlocal timer
-        activity.heartbeat()  # runs in the activity's context, copied with the timer
+        # Armed again first: a heartbeat that raises must not end the heartbeats.
         timer = loop.call_later(every, beat)
+        activity.heartbeat()  # runs in the activity's context, copied with the timer
 
     timer = loop.call_later(every, beat)
     try:

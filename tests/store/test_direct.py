@@ -409,6 +409,16 @@ async def test_a_read_only_block_that_writes_begins_a_transaction_and_rolls_it_b
         admin = create_async_engine(url, poolclass=NullPool)
         try:
             await _work(store)
+            shared = KVScope(namespace="direct")  # no session's scope: no header lock first
+            with pytest.raises(RuntimeError, match="after the write"):
+                async with store.transaction(read_only=True) as tx:
+                    await tx.sessions.get(REF)
+                    # A prebuilt INSERT, sent directly: it begins the transaction itself.
+                    await tx.kv.put(shared, "b", "new", {"n": 1}, expected_revision=0)
+                    assert await _server_state(admin, _context(tx)) == "idle in transaction"
+                    raise RuntimeError("after the write")
+            async with store.transaction(read_only=True) as tx:
+                assert await tx.kv.get(shared, "b", "new") is None
             with pytest.raises(RuntimeError, match="after the write"):
                 async with store.transaction(read_only=True) as tx:
                     await tx.sessions.get(REF)

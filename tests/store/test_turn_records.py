@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,9 +12,11 @@ from statecore.core.errors import (
     RevisionConflictError,
     SessionNotFoundError,
 )
-from statecore.core.models import SessionRef
+from statecore.core.models import Hint, SessionRef
 from statecore.store import StateStore
 from tests.store.helpers import ensure
+
+CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 async def test_insert_get_count_and_list(store: StateStore, ref: SessionRef) -> None:
@@ -121,7 +124,25 @@ async def test_a_lookup_first_in_a_transaction_leaves_the_session_as_later_reads
     async with store.transaction(read_only=True) as tx:
         assert await tx.turns.get(ref, "t-2") is None
         assert [h.text for h in await tx.conversation.hints(ref)] == ["answer briefly"]
+    async with store.transaction() as tx:
+        header = await tx.sessions.get(ref)
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t-1") == [1]
+        assert await tx.sessions.get(ref) == header  # the header read with the record
     async with store.transaction(read_only=True) as tx:
         other = SessionRef(namespace=ref.namespace, agent_id=ref.agent_id, session_id="absent")
         assert await tx.turns.get(other, "t-1") is None
         assert await tx.sessions.get(other) is None
+
+
+async def test_hints_restored_after_a_lookup_are_seen_in_the_same_transaction(
+    store: StateStore, ref: SessionRef
+) -> None:
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t-1") is None
+        assert await tx.conversation.hints(ref) == []
+        await tx.conversation.restore(
+            ref, [], hints=[Hint(id=1, text="restored", created_at=CREATED)]
+        )
+        assert [h.text for h in await tx.conversation.hints(ref)] == ["restored"]

@@ -156,13 +156,19 @@ class SqlContext:
             return None  # no such session, so no such turn
         columns = found._mapping
         row = self.keep_session_row((ref.namespace, ref.agent_id, ref.session_id), columns)
-        if not columns[_HAS_HINTS]:
+        if columns[_HAS_HINTS]:
+            self._hintless.discard(row.id)
+        else:
             self._hintless.add(row.id)
         record: str | None = columns[_TURN_RECORD]
         return record
 
     def has_no_hints(self, session_pk: int) -> bool:
-        """Whether this transaction saw that the session has no hints and added none since."""
+        """Whether this transaction saw that the session has no hints and added none since.
+
+        Like the header row it comes with, this is the transaction's view as of that read:
+        a hint another transaction commits later shows from the session's next transaction
+        on (a hint was never ordered against a turn: adding one takes no lock)."""
         return session_pk in self._hintless
 
     def hints_added(self, session_pk: int) -> None:

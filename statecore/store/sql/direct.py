@@ -70,6 +70,7 @@ _ASYNCPG_ADAPTER_FITS = all(
         "_check_type_cache_invalidation",
         "_handle_exception",
         "_connection",
+        "isolation_level",
     )
 )
 #: Await a coroutine from synchronous code SQLAlchemy runs in its greenlet (2.1's name first).
@@ -321,7 +322,12 @@ async def run(
     no transaction on the server: at READ COMMITTED each statement sees the rows committed
     when it starts, in a transaction or not, and a plain read holds no lock a transaction
     would keep. A block that only reads (a turn's context) then sends neither BEGIN nor
-    COMMIT, two round trips fewer; a write still begins the transaction it runs in."""
+    COMMIT, two round trips fewer; a write still begins the transaction it runs in.
+
+    The isolation level is the one SQLAlchemy read from the server when the engine first
+    connected (or the one chosen for the engine or connection): a server default changed
+    afterwards (``ALTER DATABASE ... SET default_transaction_isolation``) is seen once the
+    engine is created again."""
     plan = _PLANS.get(id(statement)) if driver is not None else None
     if plan is None or driver is None:
         return await conn.execute(statement, parameters)
@@ -339,8 +345,8 @@ async def run(
         arguments = arguments[0]
     if isinstance(driver, InlineConnection):
         return await _on_sqlite(conn, driver, compiled, arguments, len(sets) > 1)
-    begin = not (read_only and compiled.plain_read)
-    return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1, begin)
+    in_transaction = not (read_only and compiled.plain_read)
+    return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1, in_transaction)
 
 
 async def _on_sqlite(
@@ -366,10 +372,11 @@ async def _on_asyncpg(
     compiled: _Compiled,
     arguments: Any,
     many: bool,
-    begin: bool = True,
+    in_transaction: bool = True,
 ) -> DirectResult:
     """What SQLAlchemy's asyncpg cursor does for one execute: the adapter's transaction
-    (begun on the first statement, as the cursor begins it, unless ``begin`` is False),
+    (begun on the first statement, as the cursor begins it, unless ``in_transaction`` is
+    False),
     its prepared-statement cache and its error translation; then SQLAlchemy's disconnect
     handling."""
     dialect: Any = conn.dialect
@@ -377,7 +384,7 @@ async def _on_asyncpg(
     status: str | None = None
     try:
         async with adapter._execute_mutex:
-            if adapter._transaction is None and begin:
+            if adapter._transaction is None and in_transaction:
                 await adapter._start_transaction()
             try:
                 if many:
