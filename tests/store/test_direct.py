@@ -377,83 +377,79 @@ async def _server_state(admin: Any, ctx: SqlContext) -> str:
     return str(found)
 
 
+@asynccontextmanager
+async def _postgres(
+    tmp_path: Path, label: str, **engine_kwargs: Any
+) -> AsyncIterator[tuple[SqlStateStore, Any]]:
+    """A store on a fresh, migrated PostgreSQL database, and an engine of its own to look at
+    the store's connections from outside."""
+    async with database("postgresql", tmp_path, label) as url:
+        store = await SqlStateStore.connect(url, **engine_kwargs)
+        admin = create_async_engine(url, poolclass=NullPool)
+        try:
+            yield store, admin
+        finally:
+            await admin.dispose()
+            await store.close()
+
+
 @pytest.mark.postgres
 async def test_a_read_only_block_reads_outside_a_server_transaction_at_read_committed(
     tmp_path: Path,
 ) -> None:
-    async with database("postgresql", tmp_path, "reads") as url:
-        store = await SqlStateStore.connect(url)
-        admin = create_async_engine(url, poolclass=NullPool)
-        try:
-            expected = await _work(store)
-            async with store.transaction(read_only=True) as tx:
-                assert await tx.turns.get(REF, "turn-1") == expected["turn"]
-                assert await tx.sessions.get(REF) == expected["session"]
-                assert await tx.conversation.tail(REF, max_tokens=40) == expected["tail"]
-                # Neither BEGIN nor COMMIT: the server holds no transaction for the block.
-                assert await _server_state(admin, _context(tx)) == "idle"
-            async with store.transaction() as tx:
-                await tx.sessions.get(REF)
-                assert await _server_state(admin, _context(tx)) == "idle in transaction"
-        finally:
-            await admin.dispose()
-            await store.close()
+    async with _postgres(tmp_path, "reads") as (store, admin):
+        expected = await _work(store)
+        async with store.transaction(read_only=True) as tx:
+            assert await tx.turns.get(REF, "turn-1") == expected["turn"]
+            assert await tx.sessions.get(REF) == expected["session"]
+            assert await tx.conversation.tail(REF, max_tokens=40) == expected["tail"]
+            # Neither BEGIN nor COMMIT: the server holds no transaction for the block.
+            assert await _server_state(admin, _context(tx)) == "idle"
+        async with store.transaction() as tx:
+            await tx.sessions.get(REF)
+            assert await _server_state(admin, _context(tx)) == "idle in transaction"
 
 
 @pytest.mark.postgres
 async def test_a_read_only_block_that_writes_begins_a_transaction_and_rolls_it_back(
     tmp_path: Path,
 ) -> None:
-    async with database("postgresql", tmp_path, "writes") as url:
-        store = await SqlStateStore.connect(url)
-        admin = create_async_engine(url, poolclass=NullPool)
-        try:
-            await _work(store)
-            shared = KVScope(namespace="direct")  # no session's scope: no header lock first
-            with pytest.raises(RuntimeError, match="after the write"):
-                async with store.transaction(read_only=True) as tx:
-                    await tx.sessions.get(REF)
-                    # A prebuilt INSERT, sent directly: it begins the transaction itself.
-                    await tx.kv.put(shared, "b", "new", {"n": 1}, expected_revision=0)
-                    assert await _server_state(admin, _context(tx)) == "idle in transaction"
-                    raise RuntimeError("after the write")
+    async with _postgres(tmp_path, "writes") as (store, admin):
+        await _work(store)
+        shared = KVScope(namespace="direct")  # no session's scope: no header lock first
+        with pytest.raises(RuntimeError, match="after the write"):
             async with store.transaction(read_only=True) as tx:
-                assert await tx.kv.get(shared, "b", "new") is None
-            with pytest.raises(RuntimeError, match="after the write"):
-                async with store.transaction(read_only=True) as tx:
-                    await tx.sessions.get(REF)
-                    await tx.kv.put(SCOPE, "b", "latest", {"turn": 99})
-                    assert await _server_state(admin, _context(tx)) == "idle in transaction"
-                    assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 99}
-                    raise RuntimeError("after the write")
+                await tx.sessions.get(REF)
+                # A prebuilt INSERT, sent directly: it begins the transaction itself.
+                await tx.kv.put(shared, "b", "new", {"n": 1}, expected_revision=0)
+                assert await _server_state(admin, _context(tx)) == "idle in transaction"
+                raise RuntimeError("after the write")
+        async with store.transaction(read_only=True) as tx:
+            assert await tx.kv.get(shared, "b", "new") is None
+        with pytest.raises(RuntimeError, match="after the write"):
             async with store.transaction(read_only=True) as tx:
-                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 2}
-            async with store.transaction(read_only=True) as tx:
-                await tx.kv.put(SCOPE, "b", "latest", {"turn": 3})
-            async with store.transaction(read_only=True) as tx:
-                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 3}
-        finally:
-            await admin.dispose()
-            await store.close()
+                await tx.sessions.get(REF)
+                await tx.kv.put(SCOPE, "b", "latest", {"turn": 99})
+                assert await _server_state(admin, _context(tx)) == "idle in transaction"
+                assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 99}
+                raise RuntimeError("after the write")
+        async with store.transaction(read_only=True) as tx:
+            assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 2}
+        async with store.transaction(read_only=True) as tx:
+            await tx.kv.put(SCOPE, "b", "latest", {"turn": 3})
+        async with store.transaction(read_only=True) as tx:
+            assert (await tx.kv.get(SCOPE, "b", "latest")).value == {"turn": 3}
 
 
 @pytest.mark.postgres
 async def test_a_read_only_block_keeps_its_snapshot_above_read_committed(tmp_path: Path) -> None:
-    async with database("postgresql", tmp_path, "snapshot") as url:
-        store = await SqlStateStore.connect(url, isolation_level="REPEATABLE READ")
-        admin = create_async_engine(url, poolclass=NullPool)
-        try:
-            await _work(store)
-            async with store.transaction(read_only=True) as tx:
-                before = await tx.kv.get(SCOPE, "b", "latest")
-                assert await _server_state(admin, _context(tx)) == "idle in transaction"
-                async with admin.begin() as conn:  # a write the block's snapshot predates
-                    await conn.execute(
-                        text("UPDATE statecore_kv_entries SET revision = revision + 10")
-                    )
-                again = await tx.kv.get(SCOPE, "b", "latest")
-                assert again is not None and before is not None
-                assert again.revision == before.revision
-        finally:
-            await admin.dispose()
-            await store.close()
+    async with _postgres(tmp_path, "snapshot", isolation_level="REPEATABLE READ") as (store, admin):
+        await _work(store)
+        async with store.transaction(read_only=True) as tx:
+            before = await tx.kv.get(SCOPE, "b", "latest")
+            assert await _server_state(admin, _context(tx)) == "idle in transaction"
+            async with admin.begin() as conn:  # a write the block's snapshot predates
+                await conn.execute(text("UPDATE statecore_kv_entries SET revision = revision + 10"))
+            again = await tx.kv.get(SCOPE, "b", "latest")
+            assert again is not None and before is not None
+            assert again.revision == before.revision
