@@ -376,9 +376,8 @@ async def _on_asyncpg(
 ) -> DirectResult:
     """What SQLAlchemy's asyncpg cursor does for one execute: the adapter's transaction
     (begun on the first statement, as the cursor begins it, unless ``in_transaction`` is
-    False),
-    its prepared-statement cache and its error translation; then SQLAlchemy's disconnect
-    handling."""
+    False), its prepared-statement cache and its error translation; then SQLAlchemy's
+    disconnect handling."""
     dialect: Any = conn.dialect
     raw: list[Any] = []
     status: str | None = None
