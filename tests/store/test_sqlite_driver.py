@@ -75,7 +75,7 @@ async def engine(tmp_path: Any) -> AsyncIterator[AsyncEngine]:
         await engine.dispose()
 
 
-async def test_a_turn_like_pair_of_transactions_costs_two_trips(
+async def test_a_turn_like_pair_of_transactions_costs_one_trip(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
@@ -99,11 +99,11 @@ async def test_a_turn_like_pair_of_transactions_costs_two_trips(
             assert (await tx.kv.get(REF.kv_scope, "notes", "k")).value == {"n": 1}
     finally:
         await store.close()
-    # The read's first SELECT takes its snapshot on the thread, and the write's COMMIT (which
-    # may checkpoint) runs there; every other statement, BEGIN IMMEDIATE included, runs in
-    # place. The stock driver made ~4 trips per statement plus one for the pool's rollback.
+    # The read's first SELECT takes its snapshot on the thread; every other statement, BEGIN
+    # IMMEDIATE and the write's COMMIT included, runs in place (no checkpoint is due after one
+    # write). The stock driver made ~4 trips per statement plus one for the pool's rollback.
     assert counter.statements >= 6
-    assert counter.trips == 2
+    assert counter.trips == 1
 
 
 async def test_a_read_only_transaction_that_writes_sends_all_it_does_next_to_the_thread(
@@ -229,6 +229,120 @@ async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_pat
         assert rows == ["first", "second"]
     finally:
         await engine.dispose()
+
+
+async def _write_commits(engine: AsyncEngine, commits: int) -> None:
+    """``commits`` transactions, each adding a row of 6 KB (two or three pages)."""
+    for n in range(commits):
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": f"{n:06d}" * 1000})
+
+
+def _wal_pages(path: Any) -> int:
+    wal = path.parent / f"{path.name}-wal"
+    return wal.stat().st_size // 4096 if wal.exists() else 0
+
+
+@pytest.mark.parametrize("threshold", [None, 64])
+async def test_write_commits_run_in_place_and_the_wal_is_checkpointed_on_the_thread(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, threshold: int | None
+) -> None:
+    path = tmp_path / "wal.db"
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
+    if threshold is not None:
+        # A threshold of the caller's own, set as SQLite's: it becomes statecore's.
+        def smaller_wal(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA wal_autocheckpoint = {threshold}")
+            cursor.close()
+
+        event.listen(engine.sync_engine, "connect", smaller_wal)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+            # SQLite's own checkpoint is off: it would run inside a COMMIT made in place.
+            assert await conn.scalar(text("PRAGMA wal_autocheckpoint")) == 0
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert isinstance(driver, InlineConnection)
+            assert driver.checkpoints.pages == (threshold or 1000)
+        counter = TripCounter(monkeypatch, engine)
+        counter.on = True
+        await _write_commits(engine, 600)
+        counter.on = False
+        # 600 commits of ~1,800 pages in all: a few go to the thread to checkpoint, the rest
+        # commit in place.
+        assert 1 <= counter.trips <= 600 // 4
+        # Without a checkpoint the WAL would hold every page written; with SQLite's own it
+        # stays near the threshold. Here too.
+        pages = threshold or 1000
+        assert _wal_pages(path) <= 2 * pages + 64
+        async with engine.connect() as conn:
+            assert await conn.scalar(text("SELECT count(*) FROM t")) == 600
+    finally:
+        await engine.dispose()
+
+
+async def test_a_threshold_of_zero_keeps_checkpoints_off_as_sqlite_would(tmp_path: Any) -> None:
+    path = tmp_path / "nocheckpoint.db"
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
+
+    def no_checkpoints(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA wal_autocheckpoint = 0")
+        cursor.close()
+
+    event.listen(engine.sync_engine, "connect", no_checkpoints)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+        await _write_commits(engine, 600)
+        # Every page written is still in the WAL: nobody checkpointed.
+        assert _wal_pages(path) >= 1200
+    finally:
+        await engine.dispose()
+
+
+async def test_a_failed_checkpoint_leaves_the_commit_standing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    driver = await sqlite_driver.connect_in_wal_mode(str(tmp_path / "raw.db"), isolation_level=None)
+    try:
+        cursor = driver.cursor()
+        await cursor.execute("CREATE TABLE t (v TEXT)")
+        driver.checkpoints.every = 1  # the next write commit checkpoints
+        original = sqlite_driver._commit_and_checkpoint
+
+        class FailingCheckpoint:
+            """The sqlite3 connection, but a checkpoint fails as on a disk I/O error."""
+
+            def __init__(self, connection: sqlite3.Connection) -> None:
+                self.connection = connection
+
+            def commit(self) -> None:
+                self.connection.commit()
+
+            def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+                if "wal_checkpoint" in sql:
+                    raise sqlite3.OperationalError("disk I/O error")
+                return self.connection.execute(sql, *args)
+
+        monkeypatch.setattr(
+            sqlite_driver,
+            "_commit_and_checkpoint",
+            lambda connection, checkpoints: original(FailingCheckpoint(connection), checkpoints),
+        )
+        await cursor.execute("BEGIN IMMEDIATE")
+        await cursor.execute("INSERT INTO t VALUES ('kept')")
+        with caplog.at_level("WARNING", logger=sqlite_driver.__name__):
+            await driver.commit()
+        assert "checkpoint failed" in caplog.text
+        assert driver.locks is sqlite_driver.Locks.NONE
+        assert driver.checkpoints.commits == 0  # the next one is tried after ``every`` more
+        other = sqlite3.connect(tmp_path / "raw.db")
+        assert other.execute("SELECT v FROM t").fetchall() == [("kept",)]
+        other.close()
+    finally:
+        await driver.close()
 
 
 def _rollback_journal_database_with_its_write_lock_held(path: Any) -> sqlite3.Connection:

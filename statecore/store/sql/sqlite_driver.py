@@ -28,9 +28,20 @@ checkpoint, keeps the trip:
 - Anything but a SELECT in a deferred transaction, and from then on all it does: it may be
   waiting for the write lock, or hold it. The kind of a statement is read from its first
   word, and only ``BEGIN IMMEDIATE`` is trusted to have taken the write lock.
-- A write transaction's COMMIT, which may run a WAL checkpoint, and its ROLLBACK; COMMIT,
-  END and ROLLBACK sent as SQL.
+- A write transaction's ROLLBACK; COMMIT, END and ROLLBACK sent as SQL.
 - Everything outside a transaction: schema changes, PRAGMAs, the pool's checks.
+
+A ``BEGIN IMMEDIATE`` transaction's COMMIT runs here too. In WAL mode at ``synchronous =
+NORMAL`` a commit appends the transaction's pages to the WAL file and waits for nobody: no
+fsync, no lock it does not hold. What could make it slow is the automatic checkpoint SQLite
+runs inside a COMMIT once the WAL reaches ``wal_autocheckpoint`` pages (it copies pages
+into the database file and syncs both). So these connections turn the automatic checkpoint
+off and run the same checkpoint themselves, on the thread: every so many write commits
+(``Checkpoints``), one COMMIT goes to the thread and a ``PRAGMA wal_checkpoint(PASSIVE)``
+follows it in the same trip. The pages between two checkpoints stay near the threshold the
+connection had (SQLite's default, 1000 pages, unless a ``connect`` listener set another with
+``PRAGMA wal_autocheckpoint``, which is then taken as the threshold instead; 0 keeps
+checkpoints off, as SQLite would).
 
 Results come back as the stock adapter gives them: each execute reads every row and closes
 its sqlite3 cursor at once, then answers SQLAlchemy's ``fetchall``/``close`` from what it
@@ -47,6 +58,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
+import re
 import sqlite3
 import threading
 import time
@@ -56,6 +69,8 @@ from typing import Any
 
 import aiosqlite
 
+log = logging.getLogger(__name__)
+
 #: Rows aiosqlite hands out per trip when a result is iterated; its own default.
 _ITER_CHUNK_SIZE = 64
 #: SQLite's primary result code for "another connection holds the lock".
@@ -64,6 +79,11 @@ _SQLITE_BUSY = 5
 _ENDS = frozenset({"COMMIT", "END"})
 #: sqlite3.connect's own default busy timeout, in seconds.
 _SQLITE3_DEFAULT_TIMEOUT = 5.0
+#: Write commits between two checkpoints before the first checkpoint has measured how
+#: many WAL pages a commit adds, and the bounds on that number afterwards.
+_FIRST_CHECKPOINT_EVERY = 16
+_MAX_CHECKPOINT_EVERY = 256
+_SETS_AUTOCHECKPOINT = re.compile(r"wal_autocheckpoint\s*[=(]", re.IGNORECASE)
 #: First and longest pause between two tries of the switch to WAL mode.
 _WAL_RETRY_FIRST_SECONDS = 0.005
 _WAL_RETRY_MAX_SECONDS = 0.1
@@ -83,6 +103,35 @@ class Locks(enum.Enum):
     WRITE = "the write lock, taken by BEGIN IMMEDIATE"
 
 
+class Checkpoints:
+    """When a connection whose automatic checkpoint is off checkpoints its WAL itself.
+
+    SQLite's own rule is "after a commit that leaves ``pages`` or more in the WAL"; the WAL's
+    length is not known here without a trip, so the rule becomes "every ``every`` write
+    commits", and each checkpoint resets ``every`` from what it found: the WAL held
+    ``wal_pages`` pages after ``commits`` commits (of every connection to the database, so
+    the estimate errs towards checkpointing early)."""
+
+    def __init__(self, pages: int) -> None:
+        #: The WAL length that calls for a checkpoint; 0: never checkpoint.
+        self.pages = pages
+        self.every = _FIRST_CHECKPOINT_EVERY
+        self.commits = 0
+
+    @property
+    def due(self) -> bool:
+        """Whether the commit about to run should checkpoint after it."""
+        return self.pages > 0 and self.commits + 1 >= self.every
+
+    def committed(self) -> None:
+        self.commits += 1
+
+    def checkpointed(self, wal_pages: int) -> None:
+        per_commit = max(wal_pages, 1) / max(self.commits, 1)
+        self.every = max(1, min(_MAX_CHECKPOINT_EVERY, int(self.pages / per_commit)))
+        self.commits = 0
+
+
 class InlineConnection(aiosqlite.Connection):
     """An aiosqlite connection whose locked transactions run their statements in place."""
 
@@ -91,6 +140,12 @@ class InlineConnection(aiosqlite.Connection):
         self.locks = Locks.NONE
         #: Set once the connection runs in WAL mode: the reasoning above holds only there.
         self.wal = False
+        #: The connection's busy timeout, restored after each BEGIN IMMEDIATE tried here.
+        self.busy_timeout_ms = 0
+        #: Set with ``wal``: the checkpoints this connection runs on its thread, once it
+        #: has turned SQLite's automatic checkpoint off (``checkpoints_taken``).
+        self.checkpoints = Checkpoints(0)
+        self.checkpoints_taken = False
         # Calls handed to the thread, and calls it finished: each counter is written by one
         # thread only, so their difference is the calls still queued or running.
         self._sent = 0
@@ -129,6 +184,12 @@ class InlineConnection(aiosqlite.Connection):
         words = sql.lstrip()[:24].upper().split(None, 2)
         verb = words[0] if words else ""
         ends = verb in _ENDS or (verb == "ROLLBACK" and "TO" not in words[1:])
+        if verb == "PRAGMA" and self.checkpoints_taken:
+            # It may set the busy timeout or the checkpoint threshold: read both again.
+            outcome = await self._execute(
+                _run_keeping_settings, self, self._conn, statement, sql, parameters
+            )
+            return outcome
         sqlite = self._here()
         if sqlite is not None and not ends:
             if verb == "BEGIN":
@@ -137,7 +198,9 @@ class InlineConnection(aiosqlite.Connection):
                 outcome = (
                     _run_statement(sqlite, statement, sql, parameters)
                     if deferred
-                    else _begin_without_waiting(sqlite, statement, sql, parameters)
+                    else _begin_without_waiting(
+                        sqlite, statement, sql, parameters, self.busy_timeout_ms
+                    )
                 )
                 if outcome is not None:
                     self.locks = Locks.DEFERRED if deferred else Locks.WRITE
@@ -162,7 +225,21 @@ class InlineConnection(aiosqlite.Connection):
         return outcome
 
     async def commit(self) -> None:
-        await self._end(self._here(), sqlite3.Connection.commit, super().commit)
+        sqlite = self._here()
+        wrote = self.locks in (Locks.WRITE, Locks.UNKNOWN)
+        if wrote and self.checkpoints_taken and self.checkpoints.due:
+            await self._execute(_commit_and_checkpoint, self._conn, self.checkpoints)
+            self.locks = Locks.NONE
+            return
+        if sqlite is not None and self.locks is Locks.WRITE and self.checkpoints_taken:
+            # Appends the pages to the WAL: the automatic checkpoint is off (module doc).
+            sqlite.commit()
+            self.checkpoints.committed()
+            self.locks = Locks.NONE
+            return
+        await self._end(sqlite, sqlite3.Connection.commit, super().commit)
+        if wrote:
+            self.checkpoints.committed()
 
     async def rollback(self) -> None:
         # Returning a connection to the pool rolls it back even after a commit; with no
@@ -259,12 +336,12 @@ def _begins_deferred(words: list[str]) -> bool:
 
 
 def _begin_without_waiting(
-    connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any
+    connection: sqlite3.Connection, statement: Any, sql: str, parameters: Any, timeout_ms: int
 ) -> Outcome | None:
     """BEGIN IMMEDIATE (or EXCLUSIVE) here with the busy timeout at zero; None if another
     connection holds the lock it asks for (then nothing was begun, and the caller sends it
-    to the thread to wait there)."""
-    (timeout_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    to the thread to wait there). ``timeout_ms``: the connection's busy timeout, set again
+    afterwards."""
     connection.execute("PRAGMA busy_timeout = 0")
     try:
         return _run_statement(connection, statement, sql, parameters)
@@ -274,6 +351,51 @@ def _begin_without_waiting(
         return None
     finally:
         connection.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+
+
+def _commit_and_checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoints) -> None:
+    """COMMIT, then the checkpoint SQLite would have run inside it (PASSIVE: it copies what
+    no reader still needs and waits for nobody)."""
+    connection.commit()
+    checkpoints.committed()
+    try:
+        _, wal_pages, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    except sqlite3.Error:
+        # The commit stands; a checkpoint that failed (an I/O error) is tried again after
+        # the next ``every`` commits, as SQLite's own would be after the next commit.
+        log.warning("SQLite WAL checkpoint failed; tried again later", exc_info=True)
+        checkpoints.commits = 0
+        return
+    checkpoints.checkpointed(wal_pages)
+
+
+def _take_settings(
+    owner: InlineConnection, connection: sqlite3.Connection, *, checkpoint: bool = True
+) -> None:
+    """Read the busy timeout; with ``checkpoint``, also the automatic checkpoint's threshold,
+    and turn it off (module doc)."""
+    (owner.busy_timeout_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    if not checkpoint:
+        return
+    (pages,) = connection.execute("PRAGMA wal_autocheckpoint").fetchone()
+    if pages > 0:
+        connection.execute("PRAGMA wal_autocheckpoint = 0")
+    owner.checkpoints.pages = max(pages, 0)
+    owner.checkpoints_taken = True
+
+
+def _run_keeping_settings(
+    owner: InlineConnection,
+    connection: sqlite3.Connection,
+    statement: Any,
+    sql: str,
+    parameters: Any,
+) -> Outcome:
+    """A PRAGMA, then the settings it may have changed taken again. Only a PRAGMA that sets
+    ``wal_autocheckpoint`` changes the threshold: a query of it reads the 0 set here."""
+    outcome = _run_statement(connection, statement, sql, parameters)
+    _take_settings(owner, connection, checkpoint=_SETS_AUTOCHECKPOINT.search(sql) is not None)
+    return outcome
 
 
 async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
@@ -291,6 +413,8 @@ async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
     wait = float(kwargs.get("timeout", _SQLITE3_DEFAULT_TIMEOUT))
     try:
         connection.wal = await _switch_to_wal(connection, wait)
+        if connection.wal:
+            await connection._execute(_take_settings, connection, connection._conn)
     except sqlite3.OperationalError as exc:
         await connection.close()
         if exc.sqlite_errorcode & 0xFF == _SQLITE_BUSY:
