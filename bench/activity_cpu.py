@@ -3,6 +3,7 @@
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7             # SQLite
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --db postgresql
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --rounds 2 --turns 30   # smoke
+    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --turn state   # commit_turn alone
 
 The worker's CPU per turn (bench/cpu_per_turn.py) is mostly Temporal's own machinery, which
 hides statecore's share in its noise. Here each run is a fresh process that drives the turn
@@ -11,9 +12,10 @@ model, commit of the user message, reply and turn record) through temporalio's
 ``ActivityEnvironment``, on a fresh database and one session: warm-up turns, then
 ``--turns`` measured turns. Its CPU time (``time.process_time``: every thread, the SQLite
 connection's included) divided by the turns is one value, and the number of SQL statements
-per turn is counted too. The two versions alternate round by round (A B, B A, ...); the
-result has each version's mean with a 95% interval and the paired difference. Writes
-``bench/results/activity_cpu_<db>.json``.
+per turn is counted too. ``--turn state`` drives the state-only turn's activity instead
+(bench/state_turns.py): ``commit_turn`` of one message and one KV put, no model call. The
+two versions alternate round by round (A B, B A, ...); the result has each version's mean
+with a 95% interval and the paired difference. Writes ``bench/results/activity_cpu_<db>.json``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ RESULTS = ROOT / "bench" / "results"
 _CHILD = r"""
 import asyncio, json, sys, time
 code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+kind = sys.argv[5]
 sys.path.insert(0, code)
 import statecore
 assert statecore.__file__.startswith(code), statecore.__file__
@@ -51,7 +54,7 @@ from sqlalchemy import event
 from temporalio.testing import ActivityEnvironment
 from statecore.activities.resources import WorkerResources
 from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, GenerateInput
+from statecore.contract.activities import CommitTurnInput, GenerateInput, KVOp
 from statecore.core.models import Message, SessionRef
 from statecore.llm.offline import OfflineModel
 from statecore.store.migrate import upgrade_database
@@ -73,6 +76,11 @@ async def main():
     async def turn(n):
         turn_id = f"turn-{n:06d}"
         user = Message(role="user", content=CONTENT.format(n=n))
+        if kind == "state":
+            put = KVOp(op="put", bucket="notes", key="last", value={"turn": n})
+            commit = CommitTurnInput(ref=REF, turn_id=turn_id, turn=n, messages=[user], kv=[put])
+            await env.run(activities.commit_turn, commit)
+            return
         commit = CommitTurnInput(ref=REF, turn_id=turn_id, turn=n, messages=[user])
         await env.run(activities.generate, GenerateInput(ref=REF, turn_id=turn_id, commit=commit))
     for n in range(1, warmup + 1):
@@ -89,12 +97,12 @@ asyncio.run(main())
 """
 
 
-def one_run(code: Path, db: str, warmup: int, turns: int) -> dict[str, float]:
+def one_run(code: Path, db: str, warmup: int, turns: int, kind: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="statecore-activity-") as tmp:
         url = asyncio.run(_database(db, Path(tmp)))
         try:
             done = subprocess.run(
-                [sys.executable, "-c", _CHILD, str(code), url, str(warmup), str(turns)],
+                [sys.executable, "-c", _CHILD, str(code), url, str(warmup), str(turns), kind],
                 capture_output=True,
                 text=True,
                 timeout=1800,
@@ -135,6 +143,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--turns", type=int, default=300, help="measured turns per run")
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument(
+        "--turn",
+        choices=("chat", "state"),
+        default="chat",
+        help="chat: generate with its commit; state: commit_turn of a message and a KV put",
+    )
     p.add_argument("--out", type=Path, help="default: bench/results/activity_cpu_<db>.json")
     a = p.parse_args(argv)
     if a.rounds < 2:
@@ -148,7 +162,9 @@ def main(argv: list[str] | None = None) -> None:
         runs: list[dict[str, dict[str, float]]] = []
         for r in range(a.rounds):
             order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
-            got = {name: one_run(versions[name], a.db, a.warmup, a.turns) for name in order}
+            got = {
+                name: one_run(versions[name], a.db, a.warmup, a.turns, a.turn) for name in order
+            }
             runs.append(got)
             print(
                 f"round {r + 1}/{a.rounds}: "
@@ -158,7 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     cpu = {n: [g[n]["cpu_ms_per_turn"] for g in runs] for n in ("before", "after")}
     result: dict[str, Any] = {
         "db": a.db,
-        "what": "CPU ms per turn of the generate(commit) activity alone (offline model)",
+        "what": (
+            "CPU ms per turn of the generate(commit) activity alone (offline model)"
+            if a.turn == "chat"
+            else "CPU ms per turn of the commit_turn activity alone (one message, one KV put)"
+        ),
         "before_revision": a.before,
         "after_revision": a.after or "working tree",
         "rounds": a.rounds,
