@@ -282,6 +282,28 @@ async def test_write_commits_run_in_place_and_the_wal_is_checkpointed_on_the_thr
         await engine.dispose()
 
 
+async def test_a_pragma_sets_the_busy_timeout_restored_after_begin_and_counts_as_a_write(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with engine.connect() as conn:
+        await conn.execute(text("PRAGMA busy_timeout = 1234"))
+        await conn.commit()
+        async with conn.begin():  # BEGIN IMMEDIATE tried in place at zero, then restored
+            assert await conn.scalar(text("PRAGMA busy_timeout")) == 1234
+    counter = TripCounter(monkeypatch, engine)
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
+        async with conn.begin():
+            await conn.execute(text("SELECT count(*) FROM t"))  # takes the snapshot
+            await conn.execute(text("PRAGMA user_version = 7"))  # a write, on the thread
+            counter.on = True
+            await conn.execute(text("SELECT count(*) FROM t"))
+            counter.on = False
+        # After a PRAGMA the transaction may hold the write lock: no more reads in place.
+        assert counter.trips == 1
+        assert await conn.scalar(text("PRAGMA user_version")) == 7
+
+
 async def test_a_threshold_of_zero_keeps_checkpoints_off_as_sqlite_would(tmp_path: Any) -> None:
     path = tmp_path / "nocheckpoint.db"
     engine = create_store_engine(f"sqlite+aiosqlite:///{path}")

@@ -189,6 +189,8 @@ class InlineConnection(aiosqlite.Connection):
             outcome = await self._execute(
                 _run_keeping_settings, self, self._conn, statement, sql, parameters
             )
+            if self.locks in (Locks.DEFERRED, Locks.SNAPSHOT):
+                self.locks = Locks.UNKNOWN  # a PRAGMA may write (user_version, say)
             return outcome
         sqlite = self._here()
         if sqlite is not None and not ends:
