@@ -304,6 +304,31 @@ async def test_a_pragma_sets_the_busy_timeout_restored_after_begin_and_counts_as
         assert await conn.scalar(text("PRAGMA user_version")) == 7
 
 
+async def test_a_commit_that_syncs_goes_to_the_thread(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_store_engine(f"sqlite+aiosqlite:///{tmp_path / 'full.db'}")
+
+    def full_sync(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA synchronous = FULL")  # after statecore's NORMAL
+        cursor.close()
+
+    event.listen(engine.sync_engine, "connect", full_sync)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+            assert await conn.scalar(text("PRAGMA synchronous")) == 2
+        counter = TripCounter(monkeypatch, engine)
+        counter.on = True
+        await _write_commits(engine, 5)
+        counter.on = False
+        # Every COMMIT fsyncs the WAL at FULL: each one on the thread, none in place.
+        assert counter.trips == 5
+    finally:
+        await engine.dispose()
+
+
 async def test_a_threshold_of_zero_keeps_checkpoints_off_as_sqlite_would(tmp_path: Any) -> None:
     path = tmp_path / "nocheckpoint.db"
     engine = create_store_engine(f"sqlite+aiosqlite:///{path}")

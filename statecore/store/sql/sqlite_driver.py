@@ -32,16 +32,17 @@ checkpoint, keeps the trip:
 - Everything outside a transaction: schema changes, PRAGMAs, the pool's checks.
 
 A ``BEGIN IMMEDIATE`` transaction's COMMIT runs here too. In WAL mode at ``synchronous =
-NORMAL`` a commit appends the transaction's pages to the WAL file and waits for nobody: no
-fsync, no lock it does not hold. What could make it slow is the automatic checkpoint SQLite
-runs inside a COMMIT once the WAL reaches ``wal_autocheckpoint`` pages (it copies pages
-into the database file and syncs both). So these connections turn the automatic checkpoint
-off and run the same checkpoint themselves, on the thread: every so many write commits
-(``Checkpoints``), one COMMIT goes to the thread and a ``PRAGMA wal_checkpoint(PASSIVE)``
-follows it in the same trip. The pages between two checkpoints stay near the threshold the
-connection had (SQLite's default, 1000 pages, unless a ``connect`` listener set another with
-``PRAGMA wal_autocheckpoint``, which is then taken as the threshold instead; 0 keeps
-checkpoints off, as SQLite would).
+NORMAL`` (statecore's setting) a commit appends the transaction's pages to the WAL file and
+waits for nobody: no fsync, no lock it does not hold. (At FULL or EXTRA, set by a
+``connect`` listener of your own, every COMMIT syncs the WAL, and goes to the thread.) What
+could make it slow is the automatic checkpoint SQLite runs inside a COMMIT once the WAL
+reaches ``wal_autocheckpoint`` pages (it copies pages into the database file and syncs
+both). So these connections turn the automatic checkpoint off and run the same checkpoint
+themselves, on the thread: every so many write commits (``Checkpoints``), one COMMIT goes
+to the thread and a ``PRAGMA wal_checkpoint(PASSIVE)`` follows it in the same trip. The
+pages between two checkpoints stay near the threshold the connection had (SQLite's default,
+1000 pages, unless a ``connect`` listener set another with ``PRAGMA wal_autocheckpoint``,
+which is then taken as the threshold instead; 0 keeps checkpoints off, as SQLite would).
 
 Results come back as the stock adapter gives them: each execute reads every row and closes
 its sqlite3 cursor at once, then answers SQLAlchemy's ``fetchall``/``close`` from what it
@@ -83,6 +84,8 @@ _SQLITE3_DEFAULT_TIMEOUT = 5.0
 #: many WAL pages a commit adds, and the bounds on that number afterwards.
 _FIRST_CHECKPOINT_EVERY = 16
 _MAX_CHECKPOINT_EVERY = 256
+#: ``PRAGMA synchronous`` levels: OFF 0, NORMAL 1, FULL 2, EXTRA 3.
+_SYNCHRONOUS_NORMAL = 1
 _SETS_AUTOCHECKPOINT = re.compile(r"wal_autocheckpoint\s*[=(]", re.IGNORECASE)
 #: First and longest pause between two tries of the switch to WAL mode.
 _WAL_RETRY_FIRST_SECONDS = 0.005
@@ -146,6 +149,9 @@ class InlineConnection(aiosqlite.Connection):
         #: has turned SQLite's automatic checkpoint off (``checkpoints_taken``).
         self.checkpoints = Checkpoints(0)
         self.checkpoints_taken = False
+        #: Set when ``PRAGMA synchronous`` is above NORMAL: every COMMIT then syncs the WAL
+        #: to disk, and goes to the thread.
+        self.commit_syncs = False
         # Calls handed to the thread, and calls it finished: each counter is written by one
         # thread only, so their difference is the calls still queued or running.
         self._sent = 0
@@ -233,7 +239,12 @@ class InlineConnection(aiosqlite.Connection):
             await self._execute(_commit_and_checkpoint, self._conn, self.checkpoints)
             self.locks = Locks.NONE
             return
-        if sqlite is not None and self.locks is Locks.WRITE and self.checkpoints_taken:
+        if (
+            sqlite is not None
+            and self.locks is Locks.WRITE
+            and self.checkpoints_taken
+            and not self.commit_syncs
+        ):
             # Appends the pages to the WAL: the automatic checkpoint is off (module doc).
             sqlite.commit()
             self.checkpoints.committed()
@@ -374,9 +385,11 @@ def _commit_and_checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoi
 def _take_settings(
     owner: InlineConnection, connection: sqlite3.Connection, *, checkpoint: bool = True
 ) -> None:
-    """Read the busy timeout; with ``checkpoint``, also the automatic checkpoint's threshold,
-    and turn it off (module doc)."""
+    """Read the busy timeout and the sync level; with ``checkpoint``, also the automatic
+    checkpoint's threshold, and turn it off (module doc)."""
     (owner.busy_timeout_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    (synchronous,) = connection.execute("PRAGMA synchronous").fetchone()
+    owner.commit_syncs = synchronous > _SYNCHRONOUS_NORMAL
     if not checkpoint:
         return
     (pages,) = connection.execute("PRAGMA wal_autocheckpoint").fetchone()
