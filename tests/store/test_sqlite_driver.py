@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import NullPool
 
 from statecore.core.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
@@ -232,10 +233,10 @@ async def test_a_writer_waits_for_another_connections_lock_on_the_thread(tmp_pat
 
 
 async def _write_commits(engine: AsyncEngine, commits: int) -> None:
-    """``commits`` transactions, each adding a row of 6 KB (two or three pages)."""
+    """``commits`` transactions, each adding a row of 12 KB (four pages or so)."""
     for n in range(commits):
         async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": f"{n:06d}" * 1000})
+            await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": f"{n:06d}" * 2000})
 
 
 def _wal_pages(path: Any) -> int:
@@ -269,13 +270,13 @@ async def test_write_commits_run_in_place_and_the_wal_is_checkpointed_on_the_thr
         counter.on = True
         await _write_commits(engine, 600)
         counter.on = False
-        # 600 commits of ~1,800 pages in all: a few go to the thread to checkpoint, the rest
+        # 600 commits of ~2,500 pages in all: a few go to the thread to checkpoint, the rest
         # commit in place.
         assert 1 <= counter.trips <= 600 // 4
         # Without a checkpoint the WAL would hold every page written; with SQLite's own it
         # stays near the threshold. Here too.
         pages = threshold or 1000
-        assert _wal_pages(path) <= 2 * pages + 64
+        assert _wal_pages(path) <= 2 * pages + 64 < 2_400
         async with engine.connect() as conn:
             assert await conn.scalar(text("SELECT count(*) FROM t")) == 600
     finally:
@@ -357,16 +358,13 @@ async def test_a_failed_checkpoint_leaves_the_commit_standing(
         cursor = driver.cursor()
         await cursor.execute("CREATE TABLE t (v TEXT)")
         driver.checkpoints.every = 1  # the next write commit checkpoints
-        original = sqlite_driver._commit_and_checkpoint
+        original = sqlite_driver._checkpoint
 
         class FailingCheckpoint:
             """The sqlite3 connection, but a checkpoint fails as on a disk I/O error."""
 
             def __init__(self, connection: sqlite3.Connection) -> None:
                 self.connection = connection
-
-            def commit(self) -> None:
-                self.connection.commit()
 
             def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
                 if "wal_checkpoint" in sql:
@@ -375,7 +373,7 @@ async def test_a_failed_checkpoint_leaves_the_commit_standing(
 
         monkeypatch.setattr(
             sqlite_driver,
-            "_commit_and_checkpoint",
+            "_checkpoint",
             lambda connection, checkpoints: original(FailingCheckpoint(connection), checkpoints),
         )
         await cursor.execute("BEGIN IMMEDIATE")
@@ -388,6 +386,100 @@ async def test_a_failed_checkpoint_leaves_the_commit_standing(
         other = sqlite3.connect(tmp_path / "raw.db")
         assert other.execute("SELECT v FROM t").fetchall() == [("kept",)]
         other.close()
+    finally:
+        await driver.close()
+
+
+async def test_connections_that_live_for_a_few_commits_still_checkpoint(tmp_path: Any) -> None:
+    # No pool: every transaction opens a connection of its own and closes it. The database
+    # file's commits are counted across connections, so the WAL stays near the threshold.
+    path = tmp_path / "nopool.db"
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}", poolclass=NullPool)
+    keeper = sqlite3.connect(path, isolation_level=None)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+        # A connection that has read the database in WAL mode keeps the WAL open: no
+        # connection's close is the last one, which would checkpoint.
+        assert keeper.execute("SELECT count(*) FROM t").fetchone() == (0,)
+        await _write_commits(engine, 600)
+        assert _wal_pages(path) <= 2 * 1000 + 64
+    finally:
+        keeper.close()
+        await engine.dispose()
+
+
+async def test_the_commit_that_restarts_the_wal_syncs_its_header_on_the_thread(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a checkpoint that copied the whole WAL, the next writer starts the WAL from its
+    # beginning and syncs its header to disk: not on the event loop.
+    path = str(tmp_path / "restart.db")
+    driver = await sqlite_driver.connect_in_wal_mode(path, isolation_level=None)
+    trips = 0
+    real = driver._execute
+
+    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await real(fn, *args, **kw)
+
+    driver._execute = counted  # type: ignore[method-assign]
+    try:
+        cursor = driver.cursor()
+        await cursor.execute("PRAGMA synchronous = NORMAL")  # statecore's engine sets it
+        await cursor.execute("CREATE TABLE t (v TEXT)")
+        checkpoints = driver.checkpoints
+        pattern = []
+        for n in range(40):
+            await cursor.execute("BEGIN IMMEDIATE")
+            await cursor.execute("INSERT INTO t VALUES (?)", (str(n),))
+            before, restarting, due = trips, checkpoints.restarts, checkpoints.due
+            await driver.commit()
+            pattern.append((trips - before, restarting, due))
+        # Each commit goes to the thread exactly when it restarts the WAL or checkpoints
+        # after it (the commit and the checkpoint: two calls there); every other runs here.
+        assert all(made == (2 if due else 1 if restart else 0) for made, restart, due in pattern)
+        checkpointed = [n for n, (_, _, due) in enumerate(pattern) if due]
+        assert checkpointed  # the first after 16 write commits (CREATE TABLE is one)
+        # With no reader holding it back, a checkpoint copies the whole WAL: the commit after
+        # it restarts the WAL, on the thread.
+        assert all(pattern[n + 1][1] for n in checkpointed if n + 1 < len(pattern))
+    finally:
+        await driver.close()
+
+
+def test_a_busy_checkpoint_keeps_the_interval_and_tries_again() -> None:
+    checkpoints = sqlite_driver.Checkpoints()
+    checkpoints.pages = 1000
+    for _ in range(16):
+        checkpoints.committed(on_thread=False)
+    checkpoints.checkpointed(0, 160, 160)  # 10 pages a commit: every 64 commits (the cap)
+    assert (checkpoints.every, checkpoints.commits, checkpoints.restarts) == (64, 0, True)
+    checkpoints.committed(on_thread=True)  # the restart
+    assert not checkpoints.restarts
+    for _ in range(63):
+        checkpoints.committed(on_thread=False)
+    # Another connection was checkpointing: nothing is learned, the interval stays.
+    checkpoints.checkpointed(1, -1, -1)
+    assert (checkpoints.every, checkpoints.commits, checkpoints.restarts) == (64, 0, False)
+    checkpoints.committed(on_thread=False)
+    checkpoints.checkpointed(0, 500, 200)  # a reader kept part of the WAL: no restart
+    assert not checkpoints.restarts
+    assert checkpoints.every == 2  # 500 pages after one commit: checkpoint again soon
+
+
+async def test_a_commit_sent_as_sql_counts_towards_the_next_checkpoint(tmp_path: Any) -> None:
+    driver = await sqlite_driver.connect_in_wal_mode(str(tmp_path / "sql.db"), isolation_level=None)
+    try:
+        cursor = driver.cursor()
+        await cursor.execute("CREATE TABLE t (v TEXT)")  # outside a transaction: a commit
+        counted = driver.checkpoints.commits
+        await cursor.execute("BEGIN IMMEDIATE")
+        await cursor.execute("INSERT INTO t VALUES ('x')")
+        await cursor.execute("COMMIT")
+        await cursor.execute("SELECT count(*) FROM t")  # a read: not a commit
+        assert driver.checkpoints.commits == counted + 1
     finally:
         await driver.close()
 

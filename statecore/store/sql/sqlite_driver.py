@@ -33,16 +33,25 @@ checkpoint, keeps the trip:
 
 A ``BEGIN IMMEDIATE`` transaction's COMMIT runs here too. In WAL mode at ``synchronous =
 NORMAL`` (statecore's setting) a commit appends the transaction's pages to the WAL file and
-waits for nobody: no fsync, no lock it does not hold. (At FULL or EXTRA, set by a
-``connect`` listener of your own, every COMMIT syncs the WAL, and goes to the thread.) What
-could make it slow is the automatic checkpoint SQLite runs inside a COMMIT once the WAL
-reaches ``wal_autocheckpoint`` pages (it copies pages into the database file and syncs
-both). So these connections turn the automatic checkpoint off and run the same checkpoint
-themselves, on the thread: every so many write commits (``Checkpoints``), one COMMIT goes
-to the thread and a ``PRAGMA wal_checkpoint(PASSIVE)`` follows it in the same trip. The
-pages between two checkpoints stay near the threshold the connection had (SQLite's default,
-1000 pages, unless a ``connect`` listener set another with ``PRAGMA wal_autocheckpoint``,
-which is then taken as the threshold instead; 0 keeps checkpoints off, as SQLite would).
+waits for nobody, with two exceptions, both kept on the thread:
+
+- SQLite's automatic checkpoint, which runs inside a COMMIT once the WAL reaches
+  ``wal_autocheckpoint`` pages: it copies pages into the database file and syncs both. These
+  connections turn it off and run the same checkpoint themselves (``Checkpoints``): every so
+  many write commits of this process to the database, one COMMIT goes to the thread and a
+  ``PRAGMA wal_checkpoint(PASSIVE)`` follows it in the same trip. The pages between two
+  checkpoints stay near the threshold the connection had (SQLite's default, 1000 pages,
+  unless a ``connect`` listener set another with ``PRAGMA wal_autocheckpoint``, which is
+  then taken as the threshold instead; 0 keeps checkpoints off, as SQLite would).
+- The first commit after a checkpoint that copied the whole WAL starts writing the WAL from
+  its beginning again, and syncs the WAL's header to disk as it does: that commit goes to
+  the thread too. (A checkpoint run by another process can make this process's next COMMIT
+  that one without this process knowing; it then syncs the header in place, once.)
+
+At ``synchronous`` FULL or EXTRA, set by a ``connect`` listener of your own, every COMMIT
+syncs the WAL, and goes to the thread. The settings are read again after every PRAGMA sent
+through the connection's cursor (SQLAlchemy's path); one sent through aiosqlite's own
+``execute`` or ``executescript`` on the raw connection is not seen.
 
 Results come back as the stock adapter gives them: each execute reads every row and closes
 its sqlite3 cursor at once, then answers SQLAlchemy's ``fetchall``/``close`` from what it
@@ -60,6 +69,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -78,12 +88,17 @@ _ITER_CHUNK_SIZE = 64
 _SQLITE_BUSY = 5
 #: Statements that end a transaction, sent as SQL: they go to the thread, as commit() does.
 _ENDS = frozenset({"COMMIT", "END"})
+#: Statements that write nothing when sent outside a transaction.
+_WRITE_NOTHING_ALONE = frozenset(
+    {"SELECT", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "EXPLAIN"}
+)
 #: sqlite3.connect's own default busy timeout, in seconds.
 _SQLITE3_DEFAULT_TIMEOUT = 5.0
 #: Write commits between two checkpoints before the first checkpoint has measured how
-#: many WAL pages a commit adds, and the bounds on that number afterwards.
+#: many WAL pages a commit adds, and the most afterwards (so that commits growing larger
+#: than the measured ones cannot take the WAL far past its threshold).
 _FIRST_CHECKPOINT_EVERY = 16
-_MAX_CHECKPOINT_EVERY = 256
+_MAX_CHECKPOINT_EVERY = 64
 #: ``PRAGMA synchronous`` levels: OFF 0, NORMAL 1, FULL 2, EXTRA 3.
 _SYNCHRONOUS_NORMAL = 1
 _SETS_AUTOCHECKPOINT = re.compile(r"wal_autocheckpoint\s*[=(]", re.IGNORECASE)
@@ -107,32 +122,59 @@ class Locks(enum.Enum):
 
 
 class Checkpoints:
-    """When a connection whose automatic checkpoint is off checkpoints its WAL itself.
+    """When the connections of this process to one database file checkpoint its WAL, their
+    automatic checkpoint being off (module doc); one for each file (``for_database``), so a
+    connection that lives for a few commits only still counts towards the next checkpoint.
 
     SQLite's own rule is "after a commit that leaves ``pages`` or more in the WAL"; the WAL's
     length is not known here without a trip, so the rule becomes "every ``every`` write
-    commits", and each checkpoint resets ``every`` from what it found: the WAL held
-    ``wal_pages`` pages after ``commits`` commits (of every connection to the database, so
-    the estimate errs towards checkpointing early)."""
+    commits", and each checkpoint sets ``every`` from what it found: the WAL held
+    ``wal_pages`` pages after ``commits`` commits (commits of other processes to the same
+    file add to the WAL too, so the estimate errs towards checkpointing early).
 
-    def __init__(self, pages: int) -> None:
+    Commits are serialised by SQLite's write lock, but counted from the event loop's thread
+    and from the connections' threads: the counters change under a lock."""
+
+    def __init__(self) -> None:
         #: The WAL length that calls for a checkpoint; 0: never checkpoint.
-        self.pages = pages
+        self.pages = 0
         self.every = _FIRST_CHECKPOINT_EVERY
         self.commits = 0
+        #: The next write commit may start the WAL from its beginning (module doc): true
+        #: until a commit has run on the thread, and after a checkpoint that copied it all.
+        self.restarts = True
+        self._lock = threading.Lock()
 
     @property
     def due(self) -> bool:
-        """Whether the commit about to run should checkpoint after it."""
+        """Whether the next write commit should checkpoint after it."""
         return self.pages > 0 and self.commits + 1 >= self.every
 
-    def committed(self) -> None:
-        self.commits += 1
+    def committed(self, *, on_thread: bool) -> None:
+        with self._lock:
+            self.commits += 1
+            if on_thread:
+                self.restarts = False
 
-    def checkpointed(self, wal_pages: int) -> None:
-        per_commit = max(wal_pages, 1) / max(self.commits, 1)
-        self.every = max(1, min(_MAX_CHECKPOINT_EVERY, int(self.pages / per_commit)))
-        self.commits = 0
+    def checkpointed(self, busy: int, wal_pages: int, copied: int) -> None:
+        """What ``PRAGMA wal_checkpoint(PASSIVE)`` returned."""
+        with self._lock:
+            if not busy and wal_pages >= 0:
+                per_commit = max(wal_pages, 1) / max(self.commits, 1)
+                self.every = max(1, min(_MAX_CHECKPOINT_EVERY, int(self.pages / per_commit)))
+                self.restarts = self.restarts or (wal_pages > 0 and copied == wal_pages)
+            # Busy (another connection was checkpointing) or failed: tried again after
+            # ``every`` more commits, as SQLite's own would be after the next one.
+            self.commits = 0
+
+    @classmethod
+    def for_database(cls, database: str) -> Checkpoints:
+        key = database if database.startswith("file:") else os.path.realpath(database)
+        return _CHECKPOINTS.setdefault(key, cls())
+
+
+#: Checkpoints of every database file this process has opened, by its real path.
+_CHECKPOINTS: dict[str, Checkpoints] = {}
 
 
 class InlineConnection(aiosqlite.Connection):
@@ -145,9 +187,10 @@ class InlineConnection(aiosqlite.Connection):
         self.wal = False
         #: The connection's busy timeout, restored after each BEGIN IMMEDIATE tried here.
         self.busy_timeout_ms = 0
-        #: Set with ``wal``: the checkpoints this connection runs on its thread, once it
-        #: has turned SQLite's automatic checkpoint off (``checkpoints_taken``).
-        self.checkpoints = Checkpoints(0)
+        #: Set with ``wal``: the checkpoints of its database file, which this connection
+        #: runs on its thread once it has turned SQLite's automatic checkpoint off
+        #: (``checkpoints_taken``).
+        self.checkpoints = Checkpoints()
         self.checkpoints_taken = False
         #: Set when ``PRAGMA synchronous`` is above NORMAL: every COMMIT then syncs the WAL
         #: to disk, and goes to the thread.
@@ -223,7 +266,14 @@ class InlineConnection(aiosqlite.Connection):
             )
             self.locks = Locks.SNAPSHOT
             return outcome
+        commits = self.checkpoints_taken and (
+            (ends and verb != "ROLLBACK" and self.locks in (Locks.WRITE, Locks.UNKNOWN))
+            or (self.locks is Locks.NONE and verb not in _WRITE_NOTHING_ALONE)
+        )
         outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
+        if commits and not self._conn.in_transaction:
+            # A COMMIT sent as SQL, or a write outside a transaction: it committed there.
+            await self._committed_on_thread()
         if ends:
             self.locks = Locks.NONE
         elif verb == "BEGIN":
@@ -235,24 +285,29 @@ class InlineConnection(aiosqlite.Connection):
     async def commit(self) -> None:
         sqlite = self._here()
         wrote = self.locks in (Locks.WRITE, Locks.UNKNOWN)
-        if wrote and self.checkpoints_taken and self.checkpoints.due:
-            await self._execute(_commit_and_checkpoint, self._conn, self.checkpoints)
-            self.locks = Locks.NONE
-            return
+        checkpoints = self.checkpoints
         if (
             sqlite is not None
             and self.locks is Locks.WRITE
             and self.checkpoints_taken
-            and not self.commit_syncs
+            and not (self.commit_syncs or checkpoints.restarts or checkpoints.due)
         ):
-            # Appends the pages to the WAL: the automatic checkpoint is off (module doc).
+            # Appends the pages to the WAL and waits for nobody (module doc).
             sqlite.commit()
-            self.checkpoints.committed()
+            checkpoints.committed(on_thread=False)
             self.locks = Locks.NONE
             return
         await self._end(sqlite, sqlite3.Connection.commit, super().commit)
-        if wrote:
-            self.checkpoints.committed()
+        if wrote and self.checkpoints_taken:
+            await self._committed_on_thread()
+
+    async def _committed_on_thread(self) -> None:
+        """Count a write commit that ran on the thread; checkpoint there if one is due."""
+        checkpoints = self.checkpoints
+        due = checkpoints.due
+        checkpoints.committed(on_thread=True)
+        if due:
+            await self._execute(_checkpoint, self._conn, checkpoints)
 
     async def rollback(self) -> None:
         # Returning a connection to the pool rolls it back even after a commit; with no
@@ -366,30 +421,30 @@ def _begin_without_waiting(
         connection.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
 
 
-def _commit_and_checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoints) -> None:
-    """COMMIT, then the checkpoint SQLite would have run inside it (PASSIVE: it copies what
+def _checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoints) -> None:
+    """The checkpoint SQLite would have run inside the last COMMIT (PASSIVE: it copies what
     no reader still needs and waits for nobody)."""
-    connection.commit()
-    checkpoints.committed()
     try:
-        _, wal_pages, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        busy, wal_pages, copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     except sqlite3.Error:
-        # The commit stands; a checkpoint that failed (an I/O error) is tried again after
-        # the next ``every`` commits, as SQLite's own would be after the next commit.
+        # The commit stands; the checkpoint is tried again later (``checkpointed``).
         log.warning("SQLite WAL checkpoint failed; tried again later", exc_info=True)
-        checkpoints.commits = 0
+        checkpoints.checkpointed(1, -1, -1)
         return
-    checkpoints.checkpointed(wal_pages)
+    checkpoints.checkpointed(busy, wal_pages, copied)
 
 
 def _take_settings(
     owner: InlineConnection, connection: sqlite3.Connection, *, checkpoint: bool = True
 ) -> None:
-    """Read the busy timeout and the sync level; with ``checkpoint``, also the automatic
-    checkpoint's threshold, and turn it off (module doc)."""
+    """Read the busy timeout, the sync level and the journal mode; with ``checkpoint``, also
+    the automatic checkpoint's threshold, and turn it off (module doc)."""
     (owner.busy_timeout_ms,) = connection.execute("PRAGMA busy_timeout").fetchone()
     (synchronous,) = connection.execute("PRAGMA synchronous").fetchone()
     owner.commit_syncs = synchronous > _SYNCHRONOUS_NORMAL
+    # A PRAGMA journal_mode may have left WAL mode: then nothing runs in place any more.
+    (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+    owner.wal = str(mode).lower() == "wal"
     if not checkpoint:
         return
     (pages,) = connection.execute("PRAGMA wal_autocheckpoint").fetchone()
@@ -429,6 +484,7 @@ async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
     try:
         connection.wal = await _switch_to_wal(connection, wait)
         if connection.wal:
+            connection.checkpoints = Checkpoints.for_database(database)
             await connection._execute(_take_settings, connection, connection._conn)
     except sqlite3.OperationalError as exc:
         await connection.close()
