@@ -241,10 +241,14 @@ async def _write_commits(engine: AsyncEngine, commits: int) -> None:
 
 def _wal_pages(path: Any) -> int:
     wal = path.parent / f"{path.name}-wal"
-    return wal.stat().st_size // 4096 if wal.exists() else 0
+    if not wal.exists():
+        return 0
+    with sqlite3.connect(path) as connection:
+        (page_size,) = connection.execute("PRAGMA page_size").fetchone()
+    return int(wal.stat().st_size // page_size)
 
 
-@pytest.mark.parametrize("threshold", [None, 64])
+@pytest.mark.parametrize("threshold", [None, 128])
 async def test_write_commits_run_in_place_and_the_wal_is_checkpointed_on_the_thread(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, threshold: int | None
 ) -> None:
@@ -374,7 +378,9 @@ async def test_a_failed_checkpoint_leaves_the_commit_standing(
         monkeypatch.setattr(
             sqlite_driver,
             "_checkpoint",
-            lambda connection, checkpoints: original(FailingCheckpoint(connection), checkpoints),
+            lambda connection, checkpoints, commits: original(
+                FailingCheckpoint(connection), checkpoints, commits
+            ),
         )
         await cursor.execute("BEGIN IMMEDIATE")
         await cursor.execute("INSERT INTO t VALUES ('kept')")
@@ -409,42 +415,70 @@ async def test_connections_that_live_for_a_few_commits_still_checkpoint(tmp_path
         await engine.dispose()
 
 
+def _wal_header(path: str) -> bytes:
+    """The WAL header's checkpoint sequence number and salts: they change exactly when a
+    writer starts the WAL from its beginning (and syncs the header)."""
+    try:
+        with open(f"{path}-wal", "rb") as wal:
+            return wal.read(24)[12:24]
+    except FileNotFoundError:
+        return b""
+
+
 async def test_the_commit_that_restarts_the_wal_syncs_its_header_on_the_thread(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any,
 ) -> None:
     # After a checkpoint that copied the whole WAL, the next writer starts the WAL from its
-    # beginning and syncs its header to disk: not on the event loop.
+    # beginning and syncs its header to disk: never on the event loop. Nor after the last
+    # connection closed and took the WAL with it.
     path = str(tmp_path / "restart.db")
-    driver = await sqlite_driver.connect_in_wal_mode(path, isolation_level=None)
     trips = 0
-    real = driver._execute
 
-    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-        nonlocal trips
-        trips += 1
-        return await real(fn, *args, **kw)
+    async def opened() -> InlineConnection:
+        driver = await sqlite_driver.connect_in_wal_mode(path, isolation_level=None)
+        real = driver._execute
 
-    driver._execute = counted  # type: ignore[method-assign]
-    try:
+        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+            nonlocal trips
+            trips += 1
+            return await real(fn, *args, **kw)
+
+        driver._execute = counted  # type: ignore[method-assign]
+        await driver.cursor().execute("PRAGMA synchronous = NORMAL")  # statecore's engine's
+        return driver
+
+    async def commit(driver: InlineConnection, rows: int) -> tuple[bool, bool]:
+        """One write transaction of ``rows`` rows: (made a trip, restarted the WAL)."""
         cursor = driver.cursor()
-        await cursor.execute("PRAGMA synchronous = NORMAL")  # statecore's engine sets it
-        await cursor.execute("CREATE TABLE t (v TEXT)")
-        checkpoints = driver.checkpoints
-        pattern = []
-        for n in range(40):
-            await cursor.execute("BEGIN IMMEDIATE")
+        await cursor.execute("BEGIN IMMEDIATE")
+        for n in range(rows):
             await cursor.execute("INSERT INTO t VALUES (?)", (str(n),))
-            before, restarting, due = trips, checkpoints.restarts, checkpoints.due
-            await driver.commit()
-            pattern.append((trips - before, restarting, due))
-        # Each commit goes to the thread exactly when it restarts the WAL or checkpoints
-        # after it (the commit and the checkpoint: two calls there); every other runs here.
-        assert all(made == (2 if due else 1 if restart else 0) for made, restart, due in pattern)
-        checkpointed = [n for n, (_, _, due) in enumerate(pattern) if due]
-        assert checkpointed  # the first after 16 write commits (CREATE TABLE is one)
-        # With no reader holding it back, a checkpoint copies the whole WAL: the commit after
-        # it restarts the WAL, on the thread.
-        assert all(pattern[n + 1][1] for n in checkpointed if n + 1 < len(pattern))
+        before, header = trips, _wal_header(path)
+        await driver.commit()
+        return trips > before, _wal_header(path) != header
+
+    driver = await opened()
+    try:
+        await driver.cursor().execute("CREATE TABLE t (v TEXT)")
+        outcomes = []
+        for _ in range(160):  # a checkpoint after 16 commits, then every 64
+            due = driver.checkpoints.due
+            outcomes.append(await commit(driver, 1))
+            if due:
+                # A commit that writes nothing restarts nothing, and leaves the restart to
+                # the next commit that writes.
+                outcomes.append(await commit(driver, 0))
+        restarts = [made_trip for made_trip, restarted in outcomes if restarted]
+        assert len(restarts) >= 2  # the WAL was restarted after each checkpoint...
+        assert all(restarts)  # ... always by a commit on the thread
+        assert sum(made_trip for made_trip, _ in outcomes) < len(outcomes) // 2
+    finally:
+        await driver.close()
+    assert _wal_header(path) == b""  # the last connection to close removed the WAL
+    driver = await opened()
+    try:
+        assert await commit(driver, 1) == (True, True)  # a new WAL, started on the thread
+        assert await commit(driver, 1) == (False, False)
     finally:
         await driver.close()
 
@@ -452,21 +486,23 @@ async def test_the_commit_that_restarts_the_wal_syncs_its_header_on_the_thread(
 def test_a_busy_checkpoint_keeps_the_interval_and_tries_again() -> None:
     checkpoints = sqlite_driver.Checkpoints()
     checkpoints.pages = 1000
-    for _ in range(16):
-        checkpoints.committed(on_thread=False)
-    checkpoints.checkpointed(0, 160, 160)  # 10 pages a commit: every 64 commits (the cap)
-    assert (checkpoints.every, checkpoints.commits, checkpoints.restarts) == (64, 0, True)
-    checkpoints.committed(on_thread=True)  # the restart
+    checkpoints.committed(restarted=True)  # a commit on the thread that wrote rows
     assert not checkpoints.restarts
-    for _ in range(63):
-        checkpoints.committed(on_thread=False)
+    for _ in range(15):
+        checkpoints.committed(restarted=False)
+    assert checkpoints.due
+    commits = checkpoints.start()  # others see no checkpoint due while it runs...
+    assert (commits, checkpoints.commits, checkpoints.due) == (16, 0, False)
+    assert checkpoints.restarts  # ... and send their next commit to the thread
+    checkpoints.checkpointed(commits, 0, 160)  # 10 pages a commit: every 64 commits (the cap)
+    assert checkpoints.every == 64
     # Another connection was checkpointing: nothing is learned, the interval stays.
-    checkpoints.checkpointed(1, -1, -1)
-    assert (checkpoints.every, checkpoints.commits, checkpoints.restarts) == (64, 0, False)
-    checkpoints.committed(on_thread=False)
-    checkpoints.checkpointed(0, 500, 200)  # a reader kept part of the WAL: no restart
-    assert not checkpoints.restarts
-    assert checkpoints.every == 2  # 500 pages after one commit: checkpoint again soon
+    checkpoints.checkpointed(64, 1, -1)
+    assert checkpoints.every == 64
+    checkpoints.checkpointed(1, 0, 500)  # 500 pages after one commit: checkpoint again soon
+    assert checkpoints.every == 2
+    checkpoints.committed(restarted=False)  # a commit that wrote nothing keeps the restart
+    assert checkpoints.restarts
 
 
 async def test_a_commit_sent_as_sql_counts_towards_the_next_checkpoint(tmp_path: Any) -> None:

@@ -39,13 +39,14 @@ waits for nobody, with two exceptions, both kept on the thread:
   ``wal_autocheckpoint`` pages: it copies pages into the database file and syncs both. These
   connections turn it off and run the same checkpoint themselves (``Checkpoints``): every so
   many write commits of this process to the database, one COMMIT goes to the thread and a
-  ``PRAGMA wal_checkpoint(PASSIVE)`` follows it in the same trip. The pages between two
+  ``PRAGMA wal_checkpoint(PASSIVE)`` follows it there. The pages between two
   checkpoints stay near the threshold the connection had (SQLite's default, 1000 pages,
   unless a ``connect`` listener set another with ``PRAGMA wal_autocheckpoint``, which is
   then taken as the threshold instead; 0 keeps checkpoints off, as SQLite would).
-- The first commit after a checkpoint that copied the whole WAL starts writing the WAL from
-  its beginning again, and syncs the WAL's header to disk as it does: that commit goes to
-  the thread too. (A checkpoint run by another process can make this process's next COMMIT
+- The first commit that writes rows after a checkpoint that copied the whole WAL, or after
+  a connection opened (the last connection to close removes the WAL), starts writing the
+  WAL from its beginning again, and syncs the WAL's header to disk as it does: that commit
+  goes to the thread too. (A checkpoint run by another process can make this process's next COMMIT
   that one without this process knowing; it then syncs the header in place, once.)
 
 At ``synchronous`` FULL or EXTRA, set by a ``connect`` listener of your own, every COMMIT
@@ -88,10 +89,6 @@ _ITER_CHUNK_SIZE = 64
 _SQLITE_BUSY = 5
 #: Statements that end a transaction, sent as SQL: they go to the thread, as commit() does.
 _ENDS = frozenset({"COMMIT", "END"})
-#: Statements that write nothing when sent outside a transaction.
-_WRITE_NOTHING_ALONE = frozenset(
-    {"SELECT", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "EXPLAIN"}
-)
 #: sqlite3.connect's own default busy timeout, in seconds.
 _SQLITE3_DEFAULT_TIMEOUT = 5.0
 #: Write commits between two checkpoints before the first checkpoint has measured how
@@ -140,8 +137,10 @@ class Checkpoints:
         self.pages = 0
         self.every = _FIRST_CHECKPOINT_EVERY
         self.commits = 0
-        #: The next write commit may start the WAL from its beginning (module doc): true
-        #: until a commit has run on the thread, and after a checkpoint that copied it all.
+        #: The next commit that writes rows may start the WAL from its beginning (module
+        #: doc), so it goes to the thread. Set when a connection opens (the last one to
+        #: close may have removed the WAL) and when a checkpoint starts; cleared by a commit
+        #: on the thread that wrote rows.
         self.restarts = True
         self._lock = threading.Lock()
 
@@ -150,22 +149,29 @@ class Checkpoints:
         """Whether the next write commit should checkpoint after it."""
         return self.pages > 0 and self.commits + 1 >= self.every
 
-    def committed(self, *, on_thread: bool) -> None:
+    def committed(self, *, restarted: bool) -> None:
         with self._lock:
             self.commits += 1
-            if on_thread:
+            if restarted:
                 self.restarts = False
 
-    def checkpointed(self, busy: int, wal_pages: int, copied: int) -> None:
-        """What ``PRAGMA wal_checkpoint(PASSIVE)`` returned."""
+    def start(self) -> int:
+        """A checkpoint is about to run: the commits it follows, counted from zero again at
+        once, so that other connections do not start one too."""
         with self._lock:
-            if not busy and wal_pages >= 0:
-                per_commit = max(wal_pages, 1) / max(self.commits, 1)
-                self.every = max(1, min(_MAX_CHECKPOINT_EVERY, int(self.pages / per_commit)))
-                self.restarts = self.restarts or (wal_pages > 0 and copied == wal_pages)
-            # Busy (another connection was checkpointing) or failed: tried again after
-            # ``every`` more commits, as SQLite's own would be after the next one.
-            self.commits = 0
+            commits, self.commits = self.commits, 0
+            self.restarts = True
+            return commits
+
+    def checkpointed(self, commits: int, busy: int, wal_pages: int) -> None:
+        """What ``PRAGMA wal_checkpoint(PASSIVE)`` found after ``commits`` commits."""
+        if busy or wal_pages < 0:
+            # Another connection was checkpointing, or it failed: nothing learned; tried
+            # again after ``every`` more commits, as SQLite's own would be after the next.
+            return
+        per_commit = max(wal_pages, 1) / max(commits, 1)
+        with self._lock:
+            self.every = max(1, min(_MAX_CHECKPOINT_EVERY, int(self.pages / per_commit)))
 
     @classmethod
     def for_database(cls, database: str) -> Checkpoints:
@@ -192,6 +198,8 @@ class InlineConnection(aiosqlite.Connection):
         #: (``checkpoints_taken``).
         self.checkpoints = Checkpoints()
         self.checkpoints_taken = False
+        #: ``total_changes`` when the open transaction began (or the last commit was counted).
+        self._changes_mark = 0
         #: Set when ``PRAGMA synchronous`` is above NORMAL: every COMMIT then syncs the WAL
         #: to disk, and goes to the thread.
         self.commit_syncs = False
@@ -233,6 +241,11 @@ class InlineConnection(aiosqlite.Connection):
         words = sql.lstrip()[:24].upper().split(None, 2)
         verb = words[0] if words else ""
         ends = verb in _ENDS or (verb == "ROLLBACK" and "TO" not in words[1:])
+        raw = self._connection
+        if raw is not None and not raw.in_transaction:
+            # Rows changed from here on are the coming transaction's (``commit``), or this
+            # statement's if it runs alone.
+            self._changes_mark = raw.total_changes
         if verb == "PRAGMA" and self.checkpoints_taken:
             # It may set the busy timeout or the checkpoint threshold: read both again.
             outcome = await self._execute(
@@ -266,14 +279,13 @@ class InlineConnection(aiosqlite.Connection):
             )
             self.locks = Locks.SNAPSHOT
             return outcome
-        commits = self.checkpoints_taken and (
-            (ends and verb != "ROLLBACK" and self.locks in (Locks.WRITE, Locks.UNKNOWN))
-            or (self.locks is Locks.NONE and verb not in _WRITE_NOTHING_ALONE)
-        )
+        wrote = self.locks in (Locks.WRITE, Locks.UNKNOWN)
         outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
-        if commits and not self._conn.in_transaction:
+        if self.checkpoints_taken and verb != "ROLLBACK" and not self._conn.in_transaction:
             # A COMMIT sent as SQL, or a write outside a transaction: it committed there.
-            await self._committed_on_thread()
+            wrote_rows = self._conn.total_changes != self._changes_mark
+            if wrote_rows or (ends and wrote):
+                await self._committed_on_thread(wrote_rows)
         if ends:
             self.locks = Locks.NONE
         elif verb == "BEGIN":
@@ -294,20 +306,24 @@ class InlineConnection(aiosqlite.Connection):
         ):
             # Appends the pages to the WAL and waits for nobody (module doc).
             sqlite.commit()
-            checkpoints.committed(on_thread=False)
+            checkpoints.committed(restarted=False)
             self.locks = Locks.NONE
             return
         await self._end(sqlite, sqlite3.Connection.commit, super().commit)
         if wrote and self.checkpoints_taken:
-            await self._committed_on_thread()
+            await self._committed_on_thread(self._conn.total_changes != self._changes_mark)
 
-    async def _committed_on_thread(self) -> None:
-        """Count a write commit that ran on the thread; checkpoint there if one is due."""
+    async def _committed_on_thread(self, wrote_rows: bool) -> None:
+        """Count a write commit that ran on the thread; checkpoint there if one is due.
+        ``wrote_rows``: it changed rows, so it wrote pages, and any restart of the WAL was
+        its own (a commit that wrote nothing leaves the restart to the next one)."""
+        self._changes_mark = self._conn.total_changes
         checkpoints = self.checkpoints
         due = checkpoints.due
-        checkpoints.committed(on_thread=True)
+        checkpoints.committed(restarted=wrote_rows)
         if due:
-            await self._execute(_checkpoint, self._conn, checkpoints)
+            commits = checkpoints.start()
+            await self._execute(_checkpoint, self._conn, checkpoints, commits)
 
     async def rollback(self) -> None:
         # Returning a connection to the pool rolls it back even after a commit; with no
@@ -421,17 +437,16 @@ def _begin_without_waiting(
         connection.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
 
 
-def _checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoints) -> None:
+def _checkpoint(connection: sqlite3.Connection, checkpoints: Checkpoints, commits: int) -> None:
     """The checkpoint SQLite would have run inside the last COMMIT (PASSIVE: it copies what
-    no reader still needs and waits for nobody)."""
+    no reader still needs and waits for nobody), after ``commits`` commits."""
     try:
-        busy, wal_pages, copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        busy, wal_pages, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     except sqlite3.Error:
         # The commit stands; the checkpoint is tried again later (``checkpointed``).
         log.warning("SQLite WAL checkpoint failed; tried again later", exc_info=True)
-        checkpoints.checkpointed(1, -1, -1)
         return
-    checkpoints.checkpointed(busy, wal_pages, copied)
+    checkpoints.checkpointed(commits, busy, wal_pages)
 
 
 def _take_settings(
@@ -486,6 +501,9 @@ async def connect_in_wal_mode(database: str, **kwargs: Any) -> InlineConnection:
         if connection.wal:
             connection.checkpoints = Checkpoints.for_database(database)
             await connection._execute(_take_settings, connection, connection._conn)
+            # The last connection to close may have removed the WAL with it: a new one is
+            # started by the next write, which syncs its header.
+            connection.checkpoints.restarts = True
     except sqlite3.OperationalError as exc:
         await connection.close()
         if exc.sqlite_errorcode & 0xFF == _SQLITE_BUSY:
