@@ -48,6 +48,23 @@ class TripCounter:
         self.statements += self.on
 
 
+class DriverTrips:
+    """Trips of raw driver connections (no engine) to their threads."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def watch(self, driver: InlineConnection) -> InlineConnection:
+        real = driver._execute
+
+        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+            self.count += 1
+            return await real(fn, *args, **kw)
+
+        driver._execute = counted  # type: ignore[method-assign]
+        return driver
+
+
 class LoopTicks:
     """Counts 10 ms ticks of the event loop from creation to ``stop()``: a loop that keeps
     ticking was not blocked meanwhile."""
@@ -180,25 +197,18 @@ async def test_commit_sent_as_sql_goes_to_the_thread(tmp_path: Any) -> None:
     try:
         await driver.cursor().execute("PRAGMA journal_mode = WAL")
         driver.wal = True  # as connect_in_wal_mode marks a connection in WAL mode
-        trips = 0
-        real = driver._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            nonlocal trips
-            trips += 1
-            return await real(fn, *args, **kw)
-
-        driver._execute = counted  # type: ignore[method-assign]
+        trips = DriverTrips()
+        trips.watch(driver)
         cursor = driver.cursor()
         await cursor.execute("CREATE TABLE t (v TEXT)")  # outside a transaction: thread
         await cursor.execute("BEGIN IMMEDIATE")  # in place, the lock being free
         await cursor.execute("INSERT INTO t VALUES ('x')")  # in place
-        assert trips == 1
+        assert trips.count == 1
         await cursor.execute("COMMIT")  # may checkpoint: thread
-        assert trips == 2
+        assert trips.count == 2
         assert driver.locks is sqlite_driver.Locks.NONE
         await cursor.execute("INSERT INTO t VALUES ('y')")  # outside a transaction: thread
-        assert trips == 3
+        assert trips.count == 3
     finally:
         await driver.close()
 
@@ -239,6 +249,21 @@ async def _write_commits(engine: AsyncEngine, commits: int) -> None:
             await conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": f"{n:06d}" * 2000})
 
 
+def _engine_setting(path: Any, pragma: str | None) -> AsyncEngine:
+    """statecore's engine for ``path``, with a ``connect`` listener of the caller's own that
+    sends ``pragma`` (after statecore's own settings)."""
+    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
+    if pragma is not None:
+
+        def caller_setting(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(pragma)
+            cursor.close()
+
+        event.listen(engine.sync_engine, "connect", caller_setting)
+    return engine
+
+
 def _wal_pages(path: Any) -> int:
     wal = path.parent / f"{path.name}-wal"
     if not wal.exists():
@@ -253,15 +278,9 @@ async def test_write_commits_run_in_place_and_the_wal_is_checkpointed_on_the_thr
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, threshold: int | None
 ) -> None:
     path = tmp_path / "wal.db"
-    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
-    if threshold is not None:
-        # A threshold of the caller's own, set as SQLite's: it becomes statecore's.
-        def smaller_wal(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute(f"PRAGMA wal_autocheckpoint = {threshold}")
-            cursor.close()
-
-        event.listen(engine.sync_engine, "connect", smaller_wal)
+    # A threshold of the caller's own, set as SQLite's: it becomes statecore's.
+    setting = None if threshold is None else f"PRAGMA wal_autocheckpoint = {threshold}"
+    engine = _engine_setting(path, setting)
     try:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
@@ -312,14 +331,7 @@ async def test_a_pragma_sets_the_busy_timeout_restored_after_begin_and_counts_as
 async def test_a_commit_that_syncs_goes_to_the_thread(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = create_store_engine(f"sqlite+aiosqlite:///{tmp_path / 'full.db'}")
-
-    def full_sync(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA synchronous = FULL")  # after statecore's NORMAL
-        cursor.close()
-
-    event.listen(engine.sync_engine, "connect", full_sync)
+    engine = _engine_setting(tmp_path / "full.db", "PRAGMA synchronous = FULL")
     try:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
@@ -336,14 +348,7 @@ async def test_a_commit_that_syncs_goes_to_the_thread(
 
 async def test_a_threshold_of_zero_keeps_checkpoints_off_as_sqlite_would(tmp_path: Any) -> None:
     path = tmp_path / "nocheckpoint.db"
-    engine = create_store_engine(f"sqlite+aiosqlite:///{path}")
-
-    def no_checkpoints(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA wal_autocheckpoint = 0")
-        cursor.close()
-
-    event.listen(engine.sync_engine, "connect", no_checkpoints)
+    engine = _engine_setting(path, "PRAGMA wal_autocheckpoint = 0")
     try:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
@@ -432,18 +437,10 @@ async def test_the_commit_that_restarts_the_wal_syncs_its_header_on_the_thread(
     # beginning and syncs its header to disk: never on the event loop. Nor after the last
     # connection closed and took the WAL with it.
     path = str(tmp_path / "restart.db")
-    trips = 0
+    trips = DriverTrips()
 
     async def opened() -> InlineConnection:
-        driver = await sqlite_driver.connect_in_wal_mode(path, isolation_level=None)
-        real = driver._execute
-
-        async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
-            nonlocal trips
-            trips += 1
-            return await real(fn, *args, **kw)
-
-        driver._execute = counted  # type: ignore[method-assign]
+        driver = trips.watch(await sqlite_driver.connect_in_wal_mode(path, isolation_level=None))
         await driver.cursor().execute("PRAGMA synchronous = NORMAL")  # statecore's engine's
         return driver
 
@@ -453,9 +450,9 @@ async def test_the_commit_that_restarts_the_wal_syncs_its_header_on_the_thread(
         await cursor.execute("BEGIN IMMEDIATE")
         for n in range(rows):
             await cursor.execute("INSERT INTO t VALUES (?)", (str(n),))
-        before, header = trips, _wal_header(path)
+        before, header = trips.count, _wal_header(path)
         await driver.commit()
-        return trips > before, _wal_header(path) != header
+        return trips.count > before, _wal_header(path) != header
 
     driver = await opened()
     try:
