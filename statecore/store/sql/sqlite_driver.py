@@ -279,13 +279,12 @@ class InlineConnection(aiosqlite.Connection):
             )
             self.locks = Locks.SNAPSHOT
             return outcome
-        wrote = self.locks in (Locks.WRITE, Locks.UNKNOWN)
+        ended_writes = ends and self.locks in (Locks.WRITE, Locks.UNKNOWN)
         outcome = await self._execute(_run_statement, self._conn, statement, sql, parameters)
-        if self.checkpoints_taken and verb != "ROLLBACK" and not self._conn.in_transaction:
-            # A COMMIT sent as SQL, or a write outside a transaction: it committed there.
-            wrote_rows = self._conn.total_changes != self._changes_mark
-            if wrote_rows or (ends and wrote):
-                await self._committed_on_thread(wrote_rows)
+        # A COMMIT sent as SQL, or a write outside a transaction: it committed there.
+        committed = verb != "ROLLBACK" and not self._conn.in_transaction
+        if self.checkpoints_taken and committed and (ended_writes or self._changed_rows()):
+            await self._committed_on_thread()
         if ends:
             self.locks = Locks.NONE
         elif verb == "BEGIN":
@@ -311,12 +310,17 @@ class InlineConnection(aiosqlite.Connection):
             return
         await self._end(sqlite, sqlite3.Connection.commit, super().commit)
         if wrote and self.checkpoints_taken:
-            await self._committed_on_thread(self._conn.total_changes != self._changes_mark)
+            await self._committed_on_thread()
 
-    async def _committed_on_thread(self, wrote_rows: bool) -> None:
-        """Count a write commit that ran on the thread; checkpoint there if one is due.
-        ``wrote_rows``: it changed rows, so it wrote pages, and any restart of the WAL was
-        its own (a commit that wrote nothing leaves the restart to the next one)."""
+    def _changed_rows(self) -> bool:
+        """Whether rows changed since the open transaction began (``_changes_mark``)."""
+        return self._conn.total_changes != self._changes_mark
+
+    async def _committed_on_thread(self) -> None:
+        """Count a write commit that ran on the thread; checkpoint there if one is due. If it
+        changed rows it wrote pages, and any restart of the WAL was its own (a commit that
+        wrote nothing leaves the restart to the next one)."""
+        wrote_rows = self._changed_rows()
         self._changes_mark = self._conn.total_changes
         checkpoints = self.checkpoints
         due = checkpoints.due
