@@ -17,8 +17,7 @@ from typing import Any
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.contract.session import LogCounters
-from statecore.core.change_records import record, turn_events
-from statecore.core.errors import RevisionConflictError
+from statecore.core.change_records import turn_events
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
 from statecore.core.shares import apply_share_changes
 from statecore.core.turn_record import read_record, record_value
@@ -104,14 +103,17 @@ async def commit_turn(
         state_version=state_version,
         result=commit.result,
     )
-    try:
-        await tx.turns.insert(ref, commit.turn_id, record_value(result, stored))
-    except RevisionConflictError:
-        # Another attempt of this same turn committed between our check and now; the caller
-        # must roll this transaction back and read that result instead.
-        raise
-    await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, _LATEST_KEY, {"turn": commit.turn})
-    await record(tx, ref.namespace, turn_events(commit, stored, state_version))
+    # The record refuses a second commit of this turn with RevisionConflictError: another
+    # attempt committed between our check and now, and the caller must roll this
+    # transaction back and read that result instead. The change feed is written last (see
+    # change_records).
+    await tx.finish_turn(
+        ref,
+        commit.turn_id,
+        record_value(result, stored),
+        (TURN_META_BUCKET, _LATEST_KEY, {"turn": commit.turn}),
+        turn_events(commit, stored, state_version),
+    )
     return result
 
 

@@ -464,6 +464,24 @@ class StoreTransaction(abc.ABC):
     def now(self) -> datetime:
         """The time this transaction is stamped with (the store's clock, read once)."""
 
+    async def finish_turn(
+        self,
+        ref: SessionRef,
+        turn_id: str,
+        record: Any,
+        marker: tuple[str, str, Any],
+        events: Sequence[NewEvent],
+    ) -> None:
+        """A turn commit's last writes, in this order: the turn's record
+        (``turns.insert``: RevisionConflictError when the turn already has one, and the
+        transaction must roll back whole), a KV put of ``marker`` (bucket, key, value) in
+        the session's scope, and the turn's change-feed ``events``. A backend that can send
+        them together does (PostgreSQL: one statement); what they write is the same."""
+        await self.turns.insert(ref, turn_id, record)
+        bucket, key, value = marker
+        await self.kv.put(ref.kv_scope, bucket, key, value)
+        await self.events.append(ref.namespace, events)
+
 
 class StateStore(abc.ABC):
     """A backend. Create once per process; ``close()`` releases connections."""

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Integer, String, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import String, bindparam, delete, func, insert, select, true, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from statecore.core.change_events import ChangeEvent, NewEvent
@@ -30,7 +31,6 @@ from statecore.store.inputs import check_aware, check_int
 from statecore.store.sql import direct
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.schema import TABLE_PREFIX, event_heads, events
-from statecore.store.sql.types import UtcDateTime
 
 #: The PostgreSQL channel new events are announced on; the payload is the namespace.
 NOTIFY_CHANNEL = TABLE_PREFIX + "events"
@@ -47,29 +47,60 @@ _NUMBER = (
 _NUMBER_RETURNING = direct.register(_NUMBER.returning(h.last_seq))
 _NUMBER_AND_NOTIFY = _NUMBER.returning(h.last_seq, func.pg_notify(NOTIFY_CHANNEL, bindparam("ns")))
 _LAST = select(h.last_seq).where(h.namespace == bindparam("ns"))
-_APPEND_PG = text(
-    f"""
-    WITH head AS (
-        UPDATE {event_heads.name} SET last_seq = last_seq + :n WHERE namespace = :ns
-        RETURNING last_seq, pg_notify('{NOTIFY_CHANNEL}', :ns)
+
+
+def feed_ctes() -> tuple[Any, Any]:
+    """PostgreSQL: a commit's events numbered, announced and inserted by two CTEs of one
+    statement, ``head`` (the namespace's numbering row moved on by ``n``, with the NOTIFY)
+    and ``feed`` (the events, returning their numbers), with the bind parameters of
+    ``feed_parameters``. Neither writes anything when the namespace has no numbering row
+    yet: ``feed`` then returns no number, and the general path creates the row."""
+    ns = bindparam("ns", type_=h.namespace.type)
+    n = bindparam("n", type_=h.last_seq.type)
+    head = (
+        update(event_heads)
+        .where(h.namespace == ns)
+        .values(last_seq=h.last_seq + n)
+        .returning(h.last_seq, func.pg_notify(NOTIFY_CHANNEL, ns).label("notified"))
+        .cte("head")
     )
-    INSERT INTO {events.name}
-        (namespace, seq, kind, agent_id, session_id, turn_id, detail, created_at)
-    SELECT :ns, head.last_seq - :n + e.ord, e.kind, e.agent_id, e.session_id, e.turn_id,
-        e.detail, :now
-    FROM head, unnest(:kinds, :agents, :sessions, :turns, :details)
-        WITH ORDINALITY AS e(kind, agent_id, session_id, turn_id, detail, ord)
-    RETURNING seq
-    """
-).bindparams(
-    bindparam("n", type_=Integer()),
-    bindparam("kinds", type_=ARRAY(String())),
-    bindparam("agents", type_=ARRAY(String())),
-    bindparam("sessions", type_=ARRAY(String())),
-    bindparam("turns", type_=ARRAY(String())),
-    bindparam("details", type_=ARRAY(String())),
-    bindparam("now", type_=UtcDateTime()),
-)
+    columns = ("kind", "agent_id", "session_id", "turn_id", "detail")
+    given = func.unnest(*(bindparam(f"{c}s", type_=ARRAY(String())) for c in columns))
+    new = given.table_valued(*columns, with_ordinality="ord").render_derived(name="new")
+    rows = select(
+        ns,
+        head.c.last_seq - n + new.c.ord,
+        *(new.c[c] for c in columns),
+        bindparam("now", type_=e.created_at.type),
+    ).select_from(head.join(new, true()))
+    feed = (
+        insert(events)
+        .from_select(["namespace", "seq", *columns, "created_at"], rows)
+        .returning(e.seq)
+        .cte("feed")
+    )
+    return head, feed
+
+
+@direct.prebuilt
+def _append_statement() -> Any:
+    """PostgreSQL: ``feed_ctes`` as a statement of its own, returning the first number."""
+    _, feed = feed_ctes()
+    return select(func.min(feed.c.seq))
+
+
+def feed_parameters(namespace: str, new: Sequence[NewEvent], now: datetime) -> dict[str, Any]:
+    """The bind parameters of ``feed_ctes`` for ``new`` events of ``namespace``."""
+    return {
+        "ns": namespace,
+        "n": len(new),
+        "kinds": [event.kind for event in new],
+        "agent_ids": [event.agent_id for event in new],
+        "session_ids": [event.session_id for event in new],
+        "turn_ids": [event.turn_id for event in new],
+        "details": [event.detail_json() for event in new],
+        "now": now,
+    }
 
 
 class SqlEventStore(EventStore):
@@ -107,11 +138,18 @@ class SqlEventStore(EventStore):
         validate_identifier(namespace, "namespace")
         if not new:
             return 0
-        details = [event.detail_json() for event in new]
         if self._ctx.dialect == "postgresql":
-            first = await self._append_in_one_statement(namespace, new, details)
+            # Number, notify and insert in one statement: every commit runs it, and each
+            # statement is a round trip and its share of CPU.
+            parameters = feed_parameters(namespace, new, self._ctx.now)
+            first = (await self._ctx.execute(_append_statement(), parameters)).scalar()
             if first is not None:
-                return first
+                return int(first)
+        return await self.append_in_steps(namespace, new)
+
+    async def append_in_steps(self, namespace: str, new: Sequence[NewEvent]) -> int:
+        """``append`` as every database can run it: numbers taken first (creating the
+        namespace's numbering row on its first commit), then the events inserted."""
         first = await self._take_numbers(namespace, len(new))
         now = self._ctx.now
         rows = [
@@ -122,35 +160,13 @@ class SqlEventStore(EventStore):
                 "agent_id": event.agent_id,
                 "session_id": event.session_id,
                 "turn_id": event.turn_id,
-                "detail": detail,
+                "detail": event.detail_json(),
                 "created_at": now,
             }
-            for i, (event, detail) in enumerate(zip(new, details, strict=True))
+            for i, event in enumerate(new)
         ]
         await self._ctx.execute(_INSERT, rows)
         return first
-
-    async def _append_in_one_statement(
-        self, namespace: str, new: Sequence[NewEvent], details: list[str]
-    ) -> int | None:
-        """PostgreSQL: number, notify and insert in one statement (every commit runs it, and
-        each statement is a round trip and its share of CPU). None when the namespace has no
-        numbering row yet: the first commit of a namespace takes the general path."""
-        found = await self._ctx.conn.execute(
-            _APPEND_PG,
-            {
-                "ns": namespace,
-                "n": len(new),
-                "kinds": [event.kind for event in new],
-                "agents": [event.agent_id for event in new],
-                "sessions": [event.session_id for event in new],
-                "turns": [event.turn_id for event in new],
-                "details": details,
-                "now": self._ctx.now,
-            },
-        )
-        numbers = found.scalars().all()
-        return min(numbers) if numbers else None
 
     async def read(self, namespace: str, *, after: int = 0, limit: int = 500) -> list[ChangeEvent]:
         validate_identifier(namespace, "namespace")

@@ -118,6 +118,11 @@ def _put_statement(dialect: str, returning: bool) -> Any:
     return statement.returning(c.revision) if returning else statement
 
 
+def upsert_statement(dialect: str) -> Any:
+    """The unconditional put of ``SqlKVStore.upsert_parameters``, returning the revision."""
+    return _put_statement(dialect, True)
+
+
 @direct.prebuilt
 def _create_statement(dialect: str) -> Any:
     """PostgreSQL and SQLite: a put with ``expected_revision=0`` as one statement. It inserts
@@ -206,15 +211,8 @@ class SqlKVStore(KVStore):
         ttl_seconds: float | None = None,
     ) -> int:
         put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
-        kind, encoded, ttl_seconds = put.kind, put.payload, put.ttl_seconds
         await self._lock_owner(scope)
-        now = self._ctx.now
-        columns = {
-            "kind": kind,
-            "value": _payload(encoded),
-            "updated_at": now,
-            "expires_at": None if ttl_seconds is None else now + timedelta(seconds=ttl_seconds),
-        }
+        columns = self._put_columns(put.kind, put.payload, put.ttl_seconds)
         if expected_revision is None:
             return await self._put_unconditionally(scope, bucket, key, columns)
         if expected_revision == 0:
@@ -236,12 +234,39 @@ class SqlKVStore(KVStore):
             raise _conflict(bucket, key, current, expected_revision)
         return expected_revision + 1
 
+    async def upsert_parameters(
+        self, scope: KVScope, bucket: str, key: str, value: Any
+    ) -> dict[str, Any]:
+        """PostgreSQL and SQLite: what ``put(scope, bucket, key, value)`` (no expected
+        revision, no TTL) sends as its one upsert, as the bind parameters of
+        ``upsert_statement``: checked as ``put`` checks them, with the owner's session locked
+        first as ``put`` locks it. For a statement that carries the put beside other writes."""
+        put = checked_kv_put(scope, bucket, key, value, None, None)
+        await self._lock_owner(scope)
+        row = self._new_row(scope, bucket, key, self._put_columns(put.kind, put.payload, None))
+        return self._upsert_parameters(row)
+
+    def _put_columns(
+        self, kind: str, encoded: bytes | str, ttl_seconds: float | None
+    ) -> dict[str, Any]:
+        now = self._ctx.now
+        return {
+            "kind": kind,
+            "value": _payload(encoded),
+            "updated_at": now,
+            "expires_at": None if ttl_seconds is None else now + timedelta(seconds=ttl_seconds),
+        }
+
+    def _upsert_parameters(self, row: dict[str, Any]) -> dict[str, Any]:
+        params = {f"p_{name}": value for name, value in row.items()}
+        params["p_now"] = self._ctx.now
+        return params
+
     async def _create(self, scope: KVScope, bucket: str, key: str, columns: dict[str, Any]) -> bool:
         """Insert a key that has no live entry; False (nothing written) if it has one."""
         row = self._new_row(scope, bucket, key, columns)
         if self._ctx.dialect != "mysql":
-            params = {f"p_{name}": value for name, value in row.items()}
-            params["p_now"] = self._ctx.now
+            params = self._upsert_parameters(row)
             created = await self._ctx.execute(_create_statement(self._ctx.dialect), params)
             return created.rowcount == 1
         # MariaDB/MySQL's upsert cannot leave a live row untouched and say so: an expired
@@ -269,9 +294,7 @@ class SqlKVStore(KVStore):
     ) -> int:
         conn = self._ctx.conn
         returning = conn.dialect.insert_returning
-        row = self._new_row(scope, bucket, key, columns)
-        params = {f"p_{name}": value for name, value in row.items()}
-        params["p_now"] = self._ctx.now
+        params = self._upsert_parameters(self._new_row(scope, bucket, key, columns))
         if self._ctx.dialect == "mysql":
             updated = await conn.execute(
                 _mysql_update_statement(), {k: v for k, v in params.items() if k != "p_revision"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -14,11 +14,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from statecore.core.change_events import NewEvent
 from statecore.core.errors import ConflictError, StatecoreError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, EventSignal, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_int, check_ttl_seconds
+from statecore.store.sql import turn_finish
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
 from statecore.store.sql.engine import (
@@ -52,6 +54,10 @@ def utc_now() -> datetime:
 class SqlTransaction(StoreTransaction):
     """The modules bound to one SQL transaction (one connection)."""
 
+    events: SqlEventStore
+    kv: SqlKVStore
+    turns: SqlTurnRecordStore
+
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
         self.events = SqlEventStore(ctx)
@@ -66,6 +72,21 @@ class SqlTransaction(StoreTransaction):
     @property
     def now(self) -> datetime:
         return self._ctx.now
+
+    async def finish_turn(
+        self,
+        ref: SessionRef,
+        turn_id: str,
+        record: Any,
+        marker: tuple[str, str, Any],
+        events: Sequence[NewEvent],
+    ) -> None:
+        if self._ctx.dialect != "postgresql":
+            await super().finish_turn(ref, turn_id, record, marker, events)
+            return
+        await turn_finish.finish_turn(
+            self._ctx, self.turns, self.kv, self.events, ref, turn_id, record, marker, events
+        )
 
 
 class SqlStateStore(StateStore):

@@ -50,7 +50,7 @@ def _get_statement() -> Any:
 
 
 @direct.prebuilt
-def _insert_statement(dialect: str) -> Any:
+def insert_statement(dialect: str) -> Any:
     """The insert of a new record (``p_session_pk``, ``p_turn_id``, ``p_record``). PostgreSQL
     and SQLite skip a duplicate key and change no row, which the caller reads as a conflict."""
     values = {
@@ -65,7 +65,8 @@ def _insert_statement(dialect: str) -> Any:
     return insert(turn_records).values(values)
 
 
-def _conflict(ref: SessionRef, turn_id: str) -> RevisionConflictError:
+def conflict(ref: SessionRef, turn_id: str) -> RevisionConflictError:
+    """What inserting a record the turn already has raises."""
     return RevisionConflictError(
         f"turn {turn_id} of session {ref} is already committed; read its record instead",
         current=1,
@@ -94,17 +95,23 @@ class SqlTurnRecordStore(TurnRecordStore):
         return None if found is None else decode_json(found)
 
     async def insert(self, ref: SessionRef, turn_id: str, value: Any) -> None:
-        turn_id = checked_turn_id(ref, turn_id)
-        record = encode_turn_record(value)
-        session = await self._ctx.session_row(ref, lock=True)
-        params = {"p_session_pk": session.id, "p_turn_id": turn_id, "p_record": record}
-        statement = _insert_statement(self._ctx.dialect)
+        params = await self.insert_parameters(ref, turn_id, value)
+        statement = insert_statement(self._ctx.dialect)
         if self._ctx.dialect == "mysql":
             inserted = await self._ctx.insert_unless_duplicate(statement, params)
         else:
             inserted = (await self._ctx.execute(statement, params)).rowcount == 1
         if not inserted:
-            raise _conflict(ref, turn_id)
+            raise conflict(ref, turn_id)
+
+    async def insert_parameters(self, ref: SessionRef, turn_id: str, value: Any) -> dict[str, Any]:
+        """The bind parameters of ``insert_statement`` for ``insert(ref, turn_id, value)``,
+        checked as ``insert`` checks them, with the session's header locked as ``insert``
+        locks it. For a statement that carries the insert beside other writes."""
+        turn_id = checked_turn_id(ref, turn_id)
+        record = encode_turn_record(value)
+        session = await self._ctx.session_row(ref, lock=True)
+        return {"p_session_pk": session.id, "p_turn_id": turn_id, "p_record": record}
 
     async def count(self, ref: SessionRef) -> int:
         check_ref(ref)
