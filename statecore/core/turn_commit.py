@@ -103,16 +103,17 @@ async def commit_turn(
         state_version=state_version,
         result=commit.result,
     )
-    # The record refuses a second commit of this turn with RevisionConflictError: another
-    # attempt committed between our check and now, and the caller must roll this
-    # transaction back and read that result instead. The change feed is written last (see
-    # change_records).
+    # Last, the usage, the record, the latest-turn marker and the change feed (see
+    # change_records). The record refuses a second commit of this turn with
+    # RevisionConflictError: another attempt committed between our check and now, and the
+    # caller must roll this transaction back and read that result instead.
     await tx.finish_turn(
         ref,
         commit.turn_id,
         record_value(result, stored),
         (TURN_META_BUCKET, _LATEST_KEY, {"turn": commit.turn}),
         turn_events(commit, stored, state_version),
+        commit.usage,
     )
     return result
 
@@ -138,7 +139,8 @@ async def _apply_state(tx: StoreTransaction, commit: CommitTurnInput) -> int | N
 
 
 async def _apply_orchestration(tx: StoreTransaction, commit: CommitTurnInput) -> None:
-    ref, op, usage = commit.ref, commit.orchestration, commit.usage
+    """The turn's orchestration changes; its token usage is counted by ``finish_turn``."""
+    ref, op = commit.ref, commit.orchestration
     if op is not None:
         if op.set_active_step:
             await tx.orchestration.set_active_step(ref, op.active_step)
@@ -146,8 +148,6 @@ async def _apply_orchestration(tx: StoreTransaction, commit: CommitTurnInput) ->
             await tx.orchestration.add_used_tool(ref, tool)
         for _ in range(op.advance_sequence):
             await tx.orchestration.advance_sequence(ref)
-    if usage.total_tokens:
-        await tx.orchestration.count_token_usage(ref, usage.prompt_tokens, usage.completion_tokens)
 
 
 async def window_tokens(tx: StoreTransaction, info: SessionInfo) -> int:

@@ -54,6 +54,7 @@ from statecore.core.models import (
     SessionRef,
     StoredMessage,
     Summary,
+    TokenUsage,
 )
 from statecore.core.models import Message as NewMessage
 
@@ -471,12 +472,19 @@ class StoreTransaction(abc.ABC):
         record: Any,
         marker: tuple[str, str, Any],
         events: Sequence[NewEvent],
+        usage: TokenUsage | None = None,
     ) -> None:
-        """A turn commit's last writes, in this order: the turn's record
-        (``turns.insert``: RevisionConflictError when the turn already has one, and the
-        transaction must roll back whole), a KV put of ``marker`` (bucket, key, value) in
-        the session's scope, and the turn's change-feed ``events``. A backend that can send
-        them together does (PostgreSQL: one statement); what they write is the same."""
+        """A turn commit's last writes, in this order: the model's token ``usage`` added to
+        the session's totals (``orchestration.count_token_usage``, when it has any), the
+        turn's record (``turns.insert``: RevisionConflictError when the turn already has
+        one, and the transaction must roll back whole), a KV put of ``marker`` (bucket, key,
+        value) in the session's scope, and the turn's change-feed ``events``. A backend that
+        can send them together does (PostgreSQL: one statement); what they write is the
+        same."""
+        if usage is not None and usage.total_tokens:
+            await self.orchestration.count_token_usage(
+                ref, usage.prompt_tokens, usage.completion_tokens
+            )
         await self.turns.insert(ref, turn_id, record)
         bucket, key, value = marker
         await self.kv.put(ref.kv_scope, bucket, key, value)

@@ -1,6 +1,6 @@
-"""A turn commit's last writes (``StoreTransaction.finish_turn``) on every backend: its record,
-the latest-turn marker and its change-feed events, as one statement on PostgreSQL and as
-three steps elsewhere, writing the same rows either way."""
+"""A turn commit's last writes (``StoreTransaction.finish_turn``) on every backend: its token
+usage, its record, the latest-turn marker and its change-feed events, as one statement on
+PostgreSQL and one write at a time elsewhere, writing the same rows either way."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import event
 
 from statecore.core.change_events import NewEvent
 from statecore.core.errors import RevisionConflictError
-from statecore.core.models import SessionRef
+from statecore.core.models import SessionRef, TokenUsage
 from statecore.store import StateStore
 from statecore.store.base import StoreTransaction
 from statecore.store.feed import read_events
@@ -25,6 +25,11 @@ def _events(ref: SessionRef, turn: int) -> list[NewEvent]:
         NewEvent.of("messages", ref, turn_id=f"t{turn}", first_seq=turn, count=1),
         NewEvent.of("kv", ref, turn_id=f"t{turn}", count=2),
     ]
+
+
+def _usage(turn: int) -> TokenUsage:
+    # Turn 2 used no tokens: nothing to count.
+    return TokenUsage(prompt_tokens=0 if turn == 2 else 100 * turn, completion_tokens=turn)
 
 
 async def _finish(
@@ -42,6 +47,7 @@ async def _finish(
             {"turn": turn, "reply": f"stored {turn}"},
             (MARKER_BUCKET, "latest", {"turn": turn}),
             _events(ref, turn) if events else [],
+            _usage(turn) if turn != 2 else TokenUsage(),
         )
 
 
@@ -50,10 +56,14 @@ async def _written(store: StateStore, ref: SessionRef, turns: int) -> dict[str, 
     async with store.transaction(read_only=True) as tx:
         records = [await tx.turns.get(ref, f"t{n}") for n in range(1, turns + 1)]
         marker = await tx.kv.get(ref.kv_scope, MARKER_BUCKET, "latest")
-    assert marker is not None
+        orchestration = await tx.orchestration.get(ref)
+        session = await tx.sessions.get(ref)
+    assert marker is not None and orchestration is not None and session is not None
     feed = await read_events(store, ref.namespace)
     return {
         "records": records,
+        "usage": orchestration.cumulative_token_usage,
+        "idle clock": (session.last_accessed, session.ttl_seconds),
         "marker": (marker.value, marker.revision, marker.created_at, marker.updated_at),
         "events": [
             (e.seq, e.kind, e.agent_id, e.session_id, e.turn_id, e.detail, e.created_at)
@@ -76,6 +86,8 @@ async def test_finishing_a_turn_writes_what_its_three_steps_write(
         (n, kind) for n, kind in enumerate(["messages", "kv"] * 3, start=1)
     ]
     assert written["records"] == [{"turn": n, "reply": f"stored {n}"} for n in (1, 2, 3)]
+    # The first usage created the session's orchestration row; turn 2 had none to count.
+    assert written["usage"] == TokenUsage(prompt_tokens=400, completion_tokens=4)
 
 
 async def test_a_second_record_of_a_turn_is_refused_and_its_transaction_leaves_nothing(
@@ -91,6 +103,7 @@ async def test_a_second_record_of_a_turn_is_refused_and_its_transaction_leaves_n
                 {"turn": 1, "reply": "a second attempt"},
                 (MARKER_BUCKET, "latest", {"turn": 99}),
                 _events(ref, 99),
+                _usage(99),
             )
     assert await _written(store, ref, 1) == before
     # The refused attempt took no numbers: the next events follow on.
@@ -110,13 +123,14 @@ async def test_a_turn_without_events_takes_no_number(
     assert (await _written(store, quiet, 2))["marker"][:2] == ({"turn": 2}, 2)
 
 
-async def test_postgresql_sends_the_three_writes_as_one_statement(
+async def test_postgresql_sends_the_four_writes_as_one_statement(
     store: StateStore, make_ref: Callable[..., SessionRef]
 ) -> None:
     if store.dialect != "postgresql":
-        pytest.skip("the three writes are one statement on PostgreSQL only")
+        pytest.skip("the writes are one statement on PostgreSQL only")
     ref = make_ref()
-    await _finish(store, ref, 1)  # the namespace's numbering row now exists
+    # The namespace's numbering row and the session's orchestration row now exist.
+    await _finish(store, ref, 1)
     sent: list[str] = []
 
     def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -130,10 +144,17 @@ async def test_postgresql_sends_the_three_writes_as_one_statement(
             await tx.sessions.ensure(ref)  # the header's lock, which a commit takes first
             sent.clear()
             await tx.finish_turn(
-                ref, "t2", {"turn": 2}, (MARKER_BUCKET, "latest", {"turn": 2}), _events(ref, 2)
+                ref,
+                "t2",
+                {"turn": 2},
+                (MARKER_BUCKET, "latest", {"turn": 2}),
+                _events(ref, 2),
+                _usage(3),
             )
             closing = list(sent)
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     assert len(closing) == 1 and closing[0].startswith("WITH"), closing
-    assert [e[0] for e in (await _written(store, ref, 2))["events"]] == [1, 2, 3, 4]
+    written = await _written(store, ref, 2)
+    assert [e[0] for e in written["events"]] == [1, 2, 3, 4]
+    assert written["usage"] == TokenUsage(prompt_tokens=400, completion_tokens=4)

@@ -172,20 +172,34 @@ class SqlOrchestrationStore(OrchestrationStore):
     async def count_token_usage(
         self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
     ) -> None:
+        params = await self.usage_parameters(ref, prompt_tokens, completion_tokens)
+        added = await self._ctx.execute(add_usage_statement(), params)
+        await self.after_usage(ref, prompt_tokens, completion_tokens, counted=added.rowcount == 1)
+
+    async def usage_parameters(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> dict[str, Any]:
+        """The bind parameters of ``add_usage_statement`` for ``count_token_usage``, checked
+        as it checks them, with the session's header locked as it locks it. For a statement
+        that carries the addition beside other writes; ``after_usage`` follows it."""
         check_token_usage(ref, prompt_tokens, completion_tokens)
         session = await self._ctx.session_row(ref, lock=True)
-        added = await self._ctx.execute(
-            _add_usage(),
-            {
-                "p_session_pk": session.id,
-                "p_prompt": prompt_tokens,
-                "p_completion": completion_tokens,
-            },
-        )
-        if added.rowcount == 0:  # no orchestration row yet: create it the usual way
+        return {
+            "p_session_pk": session.id,
+            "p_prompt": prompt_tokens,
+            "p_completion": completion_tokens,
+        }
+
+    async def after_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int, *, counted: bool
+    ) -> None:
+        """What ``count_token_usage`` does after its UPDATE: a session without an
+        orchestration row (the UPDATE ``counted`` nothing) gets one the usual way, and
+        otherwise the session's idle clock moves."""
+        if not counted:
             await self.add_token_usage(ref, prompt_tokens, completion_tokens)
             return
-        await self._touch(session)
+        await self._touch(await self._ctx.session_row(ref, lock=True))
 
     async def reset(self, ref: SessionRef) -> bool:
         check_ref(ref)
@@ -217,8 +231,9 @@ class SqlOrchestrationStore(OrchestrationStore):
 
 
 @direct.prebuilt
-def _add_usage() -> Update:
-    """Add a call's tokens to a session's totals in place (a turn's commit, built once)."""
+def add_usage_statement() -> Update:
+    """Add a call's tokens to a session's totals in place (a turn's commit, built once),
+    with the bind parameters of ``SqlOrchestrationStore.usage_parameters``."""
     return (
         update(orchestration_states)
         .where(c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type))

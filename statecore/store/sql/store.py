@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.core.change_events import NewEvent
 from statecore.core.errors import ConflictError, StatecoreError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef, TokenUsage
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, EventSignal, StateStore, StoreTransaction
 from statecore.store.inputs import check_aware, check_flag, check_int, check_ttl_seconds
@@ -56,6 +56,7 @@ class SqlTransaction(StoreTransaction):
 
     events: SqlEventStore
     kv: SqlKVStore
+    orchestration: SqlOrchestrationStore
     turns: SqlTurnRecordStore
 
     def __init__(self, ctx: SqlContext) -> None:
@@ -80,13 +81,12 @@ class SqlTransaction(StoreTransaction):
         record: Any,
         marker: tuple[str, str, Any],
         events: Sequence[NewEvent],
+        usage: TokenUsage | None = None,
     ) -> None:
         if self._ctx.dialect != "postgresql":
-            await super().finish_turn(ref, turn_id, record, marker, events)
+            await super().finish_turn(ref, turn_id, record, marker, events, usage)
             return
-        await turn_finish.finish_turn(
-            self._ctx, self.turns, self.kv, self.events, ref, turn_id, record, marker, events
-        )
+        await turn_finish.finish_turn(self, self._ctx, ref, turn_id, record, marker, events, usage)
 
 
 class SqlStateStore(StateStore):
