@@ -3,12 +3,12 @@ timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, Update, bindparam, exists, select, update
+from sqlalchemy import CTE, Select, Update, bindparam, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,6 +21,8 @@ from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
 SessionKey = tuple[str, str, str]
+#: A data-modifying CTE sent with a header UPDATE: its prebuilt builder, its bind parameters.
+Along = tuple[Callable[[], CTE], dict[str, Any]]
 #: The header's column names, as a header row holds them.
 SESSION_COLUMNS = tuple(sessions.c.keys())
 
@@ -192,11 +194,21 @@ class SqlContext:
     def _holds(self, key: SessionKey) -> bool:
         return self.dialect == "sqlite" or key in self._sessions_locked
 
-    async def update_session(self, row: SessionRow, **values: Any) -> None:
+    async def update_session(
+        self, row: SessionRow, along: Along | None = None, /, **values: Any
+    ) -> None:
         """Write ``values`` to the session's header row and to this transaction's copy of it.
-        Every change to a header row goes through here, so the copy never goes stale."""
+        Every change to a header row goes through here, so the copy never goes stale.
+
+        ``along`` (PostgreSQL): a write that comes with this header update (an append's
+        messages), as a ``direct.prebuilt`` builder of a data-modifying CTE and its bind
+        parameters, sent in the header's UPDATE statement: one round trip for both. It must
+        not touch the header row, and reads none of the UPDATE's changes (one statement,
+        one snapshot)."""
+        if along is not None and self.dialect != "postgresql":
+            raise ValueError("a write along the header's UPDATE needs PostgreSQL")
         values = {**self._touches.pop(row.id, {}), **values}
-        await self._write_header(row.id, values)
+        await self._write_header(row.id, values, along)
         for name, value in values.items():
             setattr(row, name, value)
 
@@ -218,10 +230,17 @@ class SqlContext:
             pk, values = self._touches.popitem()
             await self._write_header(pk, values)
 
-    async def _write_header(self, pk: int, values: dict[str, Any]) -> None:
+    async def _write_header(
+        self, pk: int, values: dict[str, Any], along: Along | None = None
+    ) -> None:
         names = tuple(sorted(values))
         params = {f"v_{name}": value for name, value in values.items()}
-        await self.execute(update_session_statement(names), {"p_id": pk, **params})
+        if along is None:
+            await self.execute(update_session_statement(names), {"p_id": pk, **params})
+            return
+        build, parameters = along
+        statement = update_session_statement_with(names, build)
+        await self.execute(statement, {"p_id": pk, **params, **parameters})
 
     def forget_sessions(self) -> None:
         """Drop the copies of header rows (after deleting sessions)."""
@@ -344,6 +363,12 @@ def update_session_statement(names: tuple[str, ...]) -> Update:
     c = sessions.c
     values = {name: bindparam(f"v_{name}", type_=c[name].type) for name in names}
     return update(sessions).where(c.id == bindparam("p_id", type_=c.id.type)).values(values)
+
+
+@direct.prebuilt
+def update_session_statement_with(names: tuple[str, ...], along: Callable[[], CTE]) -> Update:
+    """``update_session_statement`` with the data-modifying CTE ``along()`` in front."""
+    return update_session_statement(names).add_cte(along())
 
 
 @direct.prebuilt

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, Select, bindparam, delete, insert, select, update
+from sqlalchemy import CTE, Insert, Select, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from statecore.core.errors import AlreadyExistsError
 from statecore.core.models import Hint, SessionRef, StoredMessage, Summary, validate_turn_id
@@ -84,14 +85,20 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             )
             new_rows.append(columns)
             result.append(stored_message(columns))
-        if new_rows:
+        if not new_rows:
+            return result
+        counters = {
+            "last_seq": seq,
+            "message_count": session.message_count + len(new_rows),
+            "token_total": total,
+        }
+        if ctx.dialect == "postgresql":
+            # The messages ride in the header's UPDATE: one round trip for both.
+            arrays = {f"m_{name}": [row[name] for row in new_rows] for name in _APPENDED}
+            await ctx.update_session(session, (_appended_messages, arrays), **counters)
+        else:
             await ctx.execute(_insert_messages(), new_rows)
-            await ctx.update_session(
-                session,
-                last_seq=seq,
-                message_count=session.message_count + len(new_rows),
-                token_total=total,
-            )
+            await ctx.update_session(session, **counters)
         return result
 
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
@@ -344,6 +351,36 @@ def _turn_indexes() -> Select[Any]:
 def _insert_messages() -> Insert:
     """``INSERT`` of new messages, one row per parameter set: each commit's append."""
     return insert(message_table)
+
+
+#: The columns an append writes (the rest keep their defaults).
+_APPENDED = (
+    "session_pk",
+    "seq",
+    "turn_id",
+    "idx",
+    "role",
+    "content",
+    "name",
+    "tool_calls",
+    "tool_call_id",
+    "metadata_json",
+    "tokens",
+    "cumulative_tokens",
+    "created_at",
+)
+
+
+@direct.prebuilt
+def _appended_messages() -> CTE:
+    """PostgreSQL: an append's new messages as one ``INSERT ... SELECT FROM unnest(...)``
+    CTE, each column an array (bind parameters ``m_<column>``), for the header's UPDATE to
+    carry (``SqlContext.update_session``'s ``along``)."""
+    c = message_table.c
+    given = func.unnest(*(bindparam(f"m_{name}", type_=ARRAY(c[name].type)) for name in _APPENDED))
+    rows = given.table_valued(*_APPENDED).render_derived(name="appended_rows")
+    columns = select(*(rows.c[name] for name in _APPENDED))
+    return insert(message_table).from_select(list(_APPENDED), columns).cte("appended")
 
 
 @direct.prebuilt
