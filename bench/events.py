@@ -5,8 +5,8 @@
 
 1. **CPU per turn, feed on vs off.** The worker's commit of a typical chat turn (two messages,
    a KV write, a state update, token usage: what ``statecore.commit_turn`` runs) is executed
-   again and again on SQLite and PostgreSQL, in rounds that alternate the feed on and off. Off
-   replaces the one recording call with a no-op. CPU is this process's (``time.process_time``),
+   again and again on SQLite and PostgreSQL, in rounds that alternate the feed on and off. Off,
+   the commit has no events to record. CPU is this process's (``time.process_time``),
    which is where the worker's share of a turn runs. The feed's cost is the difference,
    reported against the commit alone (an upper bound: a whole turn also runs the model call,
    the SDK and the workflow task) and against a whole AgentSession turn's worker CPU as
@@ -38,7 +38,9 @@ from statecore.core import turn_commit  # noqa: E402
 from statecore.core.models import Message, SessionRef, TokenUsage  # noqa: E402
 from statecore.store.feed import follow_events  # noqa: E402
 from statecore.store.migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore  # noqa: E402
+from statecore.store.sql import SqlStateStore, turn_finish  # noqa: E402
+from statecore.store.sql import events as sql_events  # noqa: E402
+from statecore.store.sql.events import SqlEventStore  # noqa: E402
 from tests.dbs import fresh_database, server_down_reason  # noqa: E402
 
 TARGET_SHARE_OF_TURN = 0.05
@@ -69,25 +71,50 @@ async def _commit(store: SqlStateStore, commit: CommitTurnInput) -> None:
         await turn_commit.commit_turn(tx, commit)
 
 
-async def _no_feed(tx: Any, namespace: str, events: Any) -> list[Any]:
+def _no_events(*_: Any) -> list[Any]:
     return []
 
 
 async def cpu_cost(url: str, rounds: int, turns: int) -> dict[str, Any]:
-    """Alternating blocks of ``turns`` commits with the feed on and off, ``rounds`` times."""
+    """Alternating blocks of ``turns`` commits with the feed on and off, ``rounds`` times.
+
+    Off, a commit has no events to record (``turn_events`` returns none). On, the feed's own
+    code is timed where it runs: building the events, then on SQLite their append, on
+    PostgreSQL their bind parameters (the events are CTEs of the commit's closing statement
+    there, whose extra work in the driver and server shows only in the on/off difference)."""
     store = await SqlStateStore.connect(url)
-    recording = turn_commit.record
+    building, appending, parameters = (
+        turn_commit.turn_events,
+        SqlEventStore.append,
+        sql_events.feed_parameters,
+    )
     per_turn: dict[str, list[float]] = {"on": [], "off": []}
     in_feed = [0.0]
 
-    async def timed_recording(tx: Any, namespace: str, events: Any) -> int:
+    def timed(work: Any) -> Any:
         # The feed's own code path, measured where it runs: this CPU is the feed's whatever
         # else the machine is doing, which the on/off difference is not.
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return work(*args, **kwargs)
+            finally:
+                in_feed[0] += time.process_time() - started
+
+        return run
+
+    async def timed_append(self: Any, namespace: str, events: Any) -> int:
         started = time.process_time()
         try:
-            return await recording(tx, namespace, events)
+            return await appending(self, namespace, events)
         finally:
             in_feed[0] += time.process_time() - started
+
+    def feed(on: bool) -> None:
+        turn_commit.turn_events = timed(building) if on else _no_events  # type: ignore[assignment]
+        SqlEventStore.append = timed_append if on else appending  # type: ignore[method-assign]
+        sql_events.feed_parameters = timed(parameters) if on else parameters
+        turn_finish.feed_parameters = sql_events.feed_parameters  # type: ignore[attr-defined]
 
     n = 0
     try:
@@ -97,14 +124,16 @@ async def cpu_cost(url: str, rounds: int, turns: int) -> dict[str, Any]:
             await _commit(store, _turn(ref, n))
         for r in range(rounds):
             for arm in ("on", "off") if r % 2 == 0 else ("off", "on"):
-                turn_commit.record = timed_recording if arm == "on" else _no_feed  # type: ignore[assignment]
+                feed(arm == "on")
                 started = time.process_time()
                 for _ in range(turns):
                     n += 1
                     await _commit(store, _turn(ref, n))
                 per_turn[arm].append((time.process_time() - started) * 1000 / turns)
     finally:
-        turn_commit.record = recording  # type: ignore[assignment]
+        turn_commit.turn_events = building  # type: ignore[assignment]
+        SqlEventStore.append = appending  # type: ignore[method-assign]
+        sql_events.feed_parameters = turn_finish.feed_parameters = parameters  # type: ignore[attr-defined]
         await store.close()
     on, off = statistics.median(per_turn["on"]), statistics.median(per_turn["off"])
     return {

@@ -60,7 +60,9 @@ def test_store_bench_quick(tmp_path: Path) -> None:
 
         _phase_ok(block["append"], settings["appends"], result["targets"]["append_p50_ratio"])
         # append: the session lookup, the turn's existing indexes, the INSERT, the counters.
-        assert block["append"]["large"]["statements_per_op"] == [4]
+        # (on PostgreSQL the INSERT rides in the counters' UPDATE)
+        appends = [3] if dialect == "postgresql" else [4]
+        assert block["append"]["large"]["statements_per_op"] == appends
 
         context = block["context"]
         _phase_ok(context, settings["contexts"], result["targets"]["context_p50_ratio"])
@@ -74,7 +76,7 @@ def test_store_bench_quick(tmp_path: Path) -> None:
             assert context[size]["context_tokens_max"] <= settings["context_budget_tokens"]
 
         plans = block["plans"]["large"]
-        assert len(plans["append"]) == 4
+        assert len(plans["append"]) == appends[0]
         assert len(plans["context"]) == context["large"]["statements_per_op"][0]
         assert block["no_full_scan_of_messages"] is True
         assert not any(p["full_scan_of_messages"] for kind in plans.values() for p in kind)
