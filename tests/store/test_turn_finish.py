@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from statecore.core.change_events import NewEvent
-from statecore.core.errors import RevisionConflictError
+from statecore.core.errors import RevisionConflictError, StatecoreError
 from statecore.core.models import SessionRef, TokenUsage
 from statecore.store import StateStore
 from statecore.store.base import StoreTransaction
@@ -158,3 +158,34 @@ async def test_postgresql_sends_the_four_writes_as_one_statement(
     written = await _written(store, ref, 2)
     assert [e[0] for e in written["events"]] == [1, 2, 3, 4]
     assert written["usage"] == TokenUsage(prompt_tokens=400, completion_tokens=4)
+
+
+BAD_FINISHES = {
+    "turn id": {"turn_id": "not an id!"},
+    "record": {"record": {"not json": object()}},
+    "marker key": {"marker": (MARKER_BUCKET, "no spaces allowed", {"turn": 9})},
+    "usage": {"usage": TokenUsage.model_construct(prompt_tokens=-5, completion_tokens=1)},
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_FINISHES))
+async def test_bad_input_fails_typed_and_leaves_everything_as_it_was(
+    store: StateStore, ref: SessionRef, bad: str
+) -> None:
+    await _finish(store, ref, 1)
+    before = await _written(store, ref, 1)
+    arguments: dict[str, Any] = {
+        "turn_id": "t2",
+        "record": {"turn": 2},
+        "marker": (MARKER_BUCKET, "latest", {"turn": 2}),
+        "events": _events(ref, 2),
+        "usage": _usage(3),
+        **BAD_FINISHES[bad],
+    }
+    with pytest.raises(StatecoreError):
+        async with store.transaction() as tx:
+            await tx.sessions.ensure(ref)
+            await tx.finish_turn(ref, **arguments)
+    assert await _written(store, ref, 1) == before
+    await _finish(store, ref, 2)  # the session takes the next turn as usual
+    assert [e[0] for e in (await _written(store, ref, 2))["events"]] == [1, 2, 3, 4]
