@@ -49,12 +49,13 @@ _NUMBER_AND_NOTIFY = _NUMBER.returning(h.last_seq, func.pg_notify(NOTIFY_CHANNEL
 _LAST = select(h.last_seq).where(h.namespace == bindparam("ns"))
 
 
-def feed_ctes() -> tuple[Any, Any]:
-    """PostgreSQL: a commit's events numbered, announced and inserted by two CTEs of one
-    statement, ``head`` (the namespace's numbering row moved on by ``n``, with the NOTIFY)
-    and ``feed`` (the events, returning their numbers), with the bind parameters of
-    ``feed_parameters``. Neither writes anything when the namespace has no numbering row
-    yet: ``feed`` then returns no number, and the general path creates the row."""
+def feed_cte() -> Any:
+    """PostgreSQL: a commit's events numbered, announced and inserted by the CTE ``feed``
+    (returning their numbers), which reads the CTE ``head`` (the namespace's numbering row
+    moved on by ``n``, with the NOTIFY) and so brings it into any statement it joins; bind
+    parameters as ``feed_parameters`` makes them. Neither writes anything when the
+    namespace has no numbering row yet: ``feed`` then returns no number, and the general
+    path creates the row."""
     ns = bindparam("ns", type_=h.namespace.type)
     n = bindparam("n", type_=h.last_seq.type)
     head = (
@@ -73,24 +74,22 @@ def feed_ctes() -> tuple[Any, Any]:
         *(new.c[c] for c in columns),
         bindparam("now", type_=e.created_at.type),
     ).select_from(head.join(new, true()))
-    feed = (
+    return (
         insert(events)
         .from_select(["namespace", "seq", *columns, "created_at"], rows)
         .returning(e.seq)
         .cte("feed")
     )
-    return head, feed
 
 
 @direct.prebuilt
 def _append_statement() -> Any:
-    """PostgreSQL: ``feed_ctes`` as a statement of its own, returning the first number."""
-    _, feed = feed_ctes()
-    return select(func.min(feed.c.seq))
+    """PostgreSQL: ``feed_cte`` as a statement of its own, returning the first number."""
+    return select(func.min(feed_cte().c.seq))
 
 
 def feed_parameters(namespace: str, new: Sequence[NewEvent], now: datetime) -> dict[str, Any]:
-    """The bind parameters of ``feed_ctes`` for ``new`` events of ``namespace``."""
+    """The bind parameters of ``feed_cte`` for ``new`` events of ``namespace``."""
     return {
         "ns": namespace,
         "n": len(new),

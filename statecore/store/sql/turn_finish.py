@@ -7,7 +7,7 @@ to four round trips to the server, each with its wake-ups of the server's backen
 the worker's event loop; a chat turn's commit was eleven. Here they are the
 data-modifying CTEs of one statement, built from the same statements the stores send on
 their own (``add_usage_statement``, ``insert_statement``, ``upsert_statement``,
-``feed_ctes``), so what they write is the same.
+``feed_cte``), so what they write is the same.
 
 One statement reads one snapshot, so its parts cannot see each other's rows; they write to
 four different tables and read none of what the others write. Each still sees what the
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 
 from statecore.core.change_events import NewEvent
-from statecore.core.models import SessionRef, TokenUsage, validate_identifier
+from statecore.core.models import SessionRef, TokenUsage
 from statecore.store.sql import direct
 from statecore.store.sql.context import SqlContext
-from statecore.store.sql.events import feed_ctes, feed_parameters
+from statecore.store.sql.events import feed_cte, feed_parameters
 from statecore.store.sql.kv import upsert_statement
 from statecore.store.sql.orchestration import add_usage_statement
 from statecore.store.sql.schema import orchestration_states, turn_records
@@ -52,8 +52,8 @@ def _statement(with_usage: bool, with_events: bool) -> Any:
         usage = add_usage_statement().returning(orchestration_states.c.session_pk).cte("usage")
         columns.append(select(func.count()).select_from(usage).scalar_subquery().label("usage"))
     if with_events:
-        _, feed = feed_ctes()
-        columns.append(select(func.min(feed.c.seq)).scalar_subquery().label("first_seq"))
+        first = select(func.min(feed_cte().c.seq)).scalar_subquery()
+        columns.append(first.label("first_seq"))
     return select(*columns).add_cte(marker)
 
 
@@ -69,21 +69,20 @@ async def finish_turn(
 ) -> None:
     """``StoreTransaction.finish_turn`` on PostgreSQL (see the module's doc)."""
     bucket, key, value = marker
-    counted = usage if usage is not None and usage.total_tokens else None
+    to_count = usage if usage is not None and usage.total_tokens else None
     parameters: dict[str, Any] = {}
-    if counted is not None:
-        prompt, completion = counted.prompt_tokens, counted.completion_tokens
+    if to_count is not None:
+        prompt, completion = to_count.prompt_tokens, to_count.completion_tokens
         parameters |= await tx.orchestration.usage_parameters(ref, prompt, completion)
     parameters |= await tx.turns.insert_parameters(ref, turn_id, record)
     parameters |= await tx.kv.upsert_parameters(ref.kv_scope, bucket, key, value)
-    if events:
-        validate_identifier(ref.namespace, "namespace")
+    if events:  # the namespace is the ref's, checked with it above
         parameters |= feed_parameters(ref.namespace, events, ctx.now)
-    statement = _statement(counted is not None, bool(events))
+    statement = _statement(to_count is not None, bool(events))
     found = (await ctx.execute(statement, parameters)).first()
     if not found.records:
         raise conflict(ref, turn_id)
-    if counted is not None:
+    if to_count is not None:
         await tx.orchestration.after_usage(ref, prompt, completion, counted=bool(found.usage))
     if events and found.first_seq is None:
         await tx.events.append_in_steps(ref.namespace, events)
