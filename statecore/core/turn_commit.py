@@ -152,10 +152,8 @@ async def _apply_orchestration(tx: StoreTransaction, commit: CommitTurnInput) ->
 
 async def window_tokens(tx: StoreTransaction, info: SessionInfo) -> int:
     """Tokens from the window start to the end of the log, from stored running totals."""
-    first = await tx.conversation.messages(info.ref, from_seq=info.window_start_seq, limit=1)
-    if not first:
-        return 0
-    return info.token_total - (first[0].cumulative_tokens - first[0].tokens)
+    before = await tx.conversation.tokens_before(info.ref, info.window_start_seq)
+    return 0 if before is None else info.token_total - before
 
 
 async def log_counters(tx: StoreTransaction, info: SessionInfo) -> LogCounters:

@@ -57,6 +57,7 @@ from statecore.core.models import (
     TokenUsage,
 )
 from statecore.core.models import Message as NewMessage
+from statecore.store.inputs import check_int
 
 Clock = Callable[[], datetime]
 
@@ -140,6 +141,13 @@ class ConversationStore(abc.ABC):
         """Messages with ``from_seq <= seq <= to_seq`` in ascending seq order, at most
         ``limit`` of them (the first ones). Retracted messages are left out unless
         ``include_retracted`` (inspection and audit)."""
+
+    async def tokens_before(self, ref: SessionRef, seq: int) -> int | None:
+        """The log's running token total just before its first message at or after ``seq``
+        that is not retracted, or None when there is none: what the tokens of a window
+        starting at ``seq`` are counted from (the session's ``token_total`` minus this)."""
+        first = await self.messages(ref, from_seq=check_int(seq, "seq"), limit=1)
+        return first[0].cumulative_tokens - first[0].tokens if first else None
 
     @abc.abstractmethod
     async def retract_last(self, ref: SessionRef) -> StoredMessage | None:

@@ -16,7 +16,7 @@ from statecore.core.errors import SessionNotFoundError, StatecoreError, StateToo
 from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import direct
-from statecore.store.sql.schema import hints, sessions, turn_records
+from statecore.store.sql.schema import hints, messages, sessions, turn_records
 from statecore.store.sql.window_cache import WindowCache
 
 T = TypeVar("T")
@@ -74,6 +74,10 @@ class SqlContext:
         self._reads_outside = False
         # Sessions this transaction found without hints (read_for_turn).
         self._hintless: set[int] = set()
+        # What ``append_to_log`` learnt of a session's window, by header primary key: the
+        # window start it asked about and the log's running token total before the first
+        # message there (None: no such message). See ``window_base``.
+        self._window_bases: dict[int, tuple[int, int | None]] = {}
 
     @property
     def conn(self) -> AsyncConnection:
@@ -208,9 +212,73 @@ class SqlContext:
         if along is not None and self.dialect != "postgresql":
             raise ValueError("a write along the header's UPDATE needs PostgreSQL")
         values = {**self._touches.pop(row.id, {}), **values}
+        # Any header change may move the window or follow a rewrite of the log (clear,
+        # restore, compaction): what append_to_log learnt of the window no longer holds.
+        self._window_bases.pop(row.id, None)
         await self._write_header(row.id, values, along)
         for name, value in values.items():
             setattr(row, name, value)
+
+    async def append_to_log(
+        self,
+        row: SessionRow,
+        appended: Sequence[Mapping[str, Any]],
+        along: Along | None,
+        /,
+        **counters: Any,
+    ) -> None:
+        """``update_session`` for an append: ``counters`` are the log's new counters,
+        ``appended`` the rows just written (ascending ``seq``), sent before this on SQLite
+        and MariaDB or ``along`` this UPDATE on PostgreSQL.
+
+        Where an UPDATE can return rows (SQLite, PostgreSQL) the same statement also
+        returns the running token total before the window's first message, which the
+        turn's commit reports next (``window_base``): one statement fewer per turn. Its
+        subquery sees the log as it stood when the statement began, after this
+        transaction took the header's lock (so every other append to the session has
+        committed or waits), without the rows a CTE of the same statement inserts: when
+        it finds none, the first appended row at or after the window start is the
+        window's first message."""
+        values = {**self._touches.pop(row.id, {}), **counters}
+        self._window_bases.pop(row.id, None)
+        if self.dialect not in ("sqlite", "postgresql"):
+            await self._write_header(row.id, values, along)
+        else:
+            names = tuple(sorted(values))
+            params = {f"v_{name}": value for name, value in values.items()}
+            start = row.window_start_seq
+            build, extra = along if along is not None else (None, {})
+            statement = update_session_returning_base(names, build)
+            found = await self.execute(
+                statement, {"p_id": row.id, "p_window_from": start, **params, **extra}
+            )
+            base: int | None = found.scalar()
+            if base is None:
+                base = next(
+                    (m["cumulative_tokens"] - m["tokens"] for m in appended if m["seq"] >= start),
+                    None,
+                )
+            self._window_bases[row.id] = (start, base)
+        for name, value in values.items():
+            setattr(row, name, value)
+
+    def window_base(self, session_pk: int, start: int) -> tuple[bool, int | None]:
+        """``(True, base)`` when this transaction's last append to the session learnt the
+        log's running token total before its first non-retracted message at or after
+        ``start`` (``base`` None: there is none), and nothing since can have changed it;
+        ``(False, None)`` otherwise.
+
+        Appends after the first message of the window leave it in place; everything else
+        that could move it (a header change: clear, restore, a new window start; a
+        retraction; deleting sessions) forgets it (``forget_window``)."""
+        known = self._window_bases.get(session_pk)
+        if known is None or known[0] != start:
+            return False, None
+        return True, known[1]
+
+    def forget_window(self, session_pk: int) -> None:
+        """Forget what ``append_to_log`` learnt of the session's window (a retraction)."""
+        self._window_bases.pop(session_pk, None)
 
     def touch_session(self, row: SessionRow, **values: Any) -> None:
         """``update_session`` for the session's idle clock (last access, TTL, expiry), sent
@@ -245,6 +313,7 @@ class SqlContext:
     def forget_sessions(self) -> None:
         """Drop the copies of header rows (after deleting sessions)."""
         self._session_rows.clear()
+        self._window_bases.clear()
 
     def note_session_locked(self, namespace: str, agent_id: str, session_id: str) -> None:
         """Record that this transaction holds the session header's row lock."""
@@ -369,6 +438,34 @@ def update_session_statement(names: tuple[str, ...]) -> Update:
 def update_session_statement_with(names: tuple[str, ...], along: Callable[[], CTE]) -> Update:
     """``update_session_statement`` with the data-modifying CTE ``along()`` in front."""
     return update_session_statement(names).add_cte(along())
+
+
+@direct.prebuilt
+def update_session_returning_base(
+    names: tuple[str, ...], along: Callable[[], CTE] | None
+) -> Update:
+    """``update_session_statement`` (with the data-modifying CTE ``along()`` in front, if
+    given) that returns the log's running token total before its first non-retracted
+    message with ``seq >= p_window_from`` (NULL when there is none), read from the
+    statement's snapshot (``SqlContext.append_to_log``)."""
+    m = messages.c
+    base = (
+        select(m.cumulative_tokens - m.tokens)
+        .where(
+            # The header's own key, not a correlation: SQLite names RETURNING's columns
+            # without their table.
+            m.session_pk == bindparam("p_id", type_=sessions.c.id.type),
+            m.seq >= bindparam("p_window_from", type_=m.seq.type),
+            m.retracted_at.is_(None),
+        )
+        .order_by(m.seq)
+        .limit(1)
+        .scalar_subquery()
+    )
+    statement = update_session_statement(names)
+    if along is not None:
+        statement = statement.add_cte(along())
+    return statement.returning(base.label("window_base"))
 
 
 @direct.prebuilt

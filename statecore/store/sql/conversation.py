@@ -92,13 +92,14 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             "message_count": session.message_count + len(new_rows),
             "token_total": total,
         }
+        along = None
         if ctx.dialect == "postgresql":
             # The messages ride in the header's UPDATE: one round trip for both.
             arrays = {f"m_{name}": [row[name] for row in new_rows] for name in _APPENDED}
-            await ctx.update_session(session, (_appended_messages, arrays), **counters)
+            along = (_appended_messages, arrays)
         else:
             await ctx.execute(_insert_messages(), new_rows)
-            await ctx.update_session(session, **counters)
+        await ctx.append_to_log(session, new_rows, along, **counters)
         return result
 
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
@@ -129,6 +130,17 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         )
         params = {"p_session_pk": session.id, "p_from": from_seq, "p_to": to_seq, "p_limit": limit}
         return [stored_message(row) for row in await self._ctx.execute(statement, params)]
+
+    async def tokens_before(self, ref: SessionRef, seq: int) -> int | None:
+        check_ref(ref)
+        check_int(seq, "seq")
+        session = self._ctx.cached_session_row(ref)
+        if session is not None:
+            # An append in this transaction may have read it already (append_to_log).
+            known, base = self._ctx.window_base(session.id, seq)
+            if known:
+                return base
+        return await super().tokens_before(ref, seq)
 
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
@@ -216,6 +228,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         ).first()
         if newest is None:
             return None
+        self._ctx.forget_window(session.id)  # the window's first message may be this one
         await self._ctx.conn.execute(
             update(message_table)
             .where(c.session_pk == session.id, c.seq == newest.seq)
