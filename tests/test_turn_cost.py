@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 from statecore.activities.resources import WorkerResources
 from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult, KVOp
 from statecore.core.models import Message, SessionRef
 from statecore.llm.offline import OfflineModel
 from statecore.store.migrate import upgrade_database
@@ -108,3 +108,32 @@ async def test_a_turn_costs_the_same_statements_at_any_length(store: SqlStateSto
     # The window's boundary query joins once the log outgrows the budget; otherwise equal.
     assert [s for s in late[1]] == [s for s in early[1]]
     assert sum(len(t) for t in late) <= MAX_STATEMENTS_PER_TURN[store.dialect], late
+
+
+#: A state-only turn's commit (one message and one KV put, ``commit_turn``): the header with
+#: the turn's record, its hints flag and (SQLite) whether the turn has messages; the insert;
+#: the counters' UPDATE, which returns the window's first message; the KV put; the turn
+#: record, the latest turn and the change feed (see MAX_STATEMENTS_PER_TURN). PostgreSQL
+#: locks the header and looks the turn's messages up (its first read held no lock), and
+#: sends the insert with the counters and the last four writes as one statement.
+STATE_COMMIT_STATEMENTS = {"sqlite": 8, "postgresql": 6, "mysql": 14}
+
+
+async def test_a_state_only_commit_costs_a_fixed_set_of_statements(
+    store: SqlStateStore,
+) -> None:
+    resources = WorkerResources(models={"default": OfflineModel()})
+    resources.attach(store)
+    activities = TurnActivities(resources)
+    counted: list[list[str]] = []
+    for n in range(1, 6):
+        log = Transactions(store) if n == 5 else None
+        message = Message(role="user", content=f"turn {n}: noted")
+        put = KVOp(op="put", bucket="notes", key="last", value={"turn": n})
+        commit = CommitTurnInput(ref=REF, turn_id=f"t{n}", turn=n, messages=[message], kv=[put])
+        done = await ActivityEnvironment().run(activities.commit_turn, commit)
+        assert not done.duplicate and done.last_seq == n and done.window_tokens > 0
+        if log is not None:
+            counted = log.groups
+    assert len(counted) == 1, counted  # one transaction
+    assert len(counted[0]) == STATE_COMMIT_STATEMENTS[store.dialect], counted[0]

@@ -91,6 +91,29 @@ async def test_append_is_idempotent_on_turn_and_index(
         assert len(await tx.conversation.messages(ref)) == 3
 
 
+async def test_an_append_after_the_turns_first_read_is_idempotent_too(
+    store: StateStore, ref: SessionRef
+) -> None:
+    # A turn's commit reads its record first, and on SQLite learns from the same statement
+    # whether the turn has messages, which the append then need not look up: it must still
+    # find messages stored earlier, and those it writes itself.
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        original = await tx.conversation.append(ref, "t1", [user("one"), assistant("two")])
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t1") is None
+        assert await tx.conversation.append(ref, "t1", [user("one")]) == original[:1]
+    async with store.transaction() as tx:
+        assert await tx.turns.get(ref, "t2") is None
+        first = await tx.conversation.append(ref, "t2", [user("three")])
+        both = await tx.conversation.append(ref, "t2", [user("three"), assistant("four")])
+        info = await tx.sessions.get(ref)
+    assert both[0] == first[0] and both[1].seq == 4
+    assert info is not None and (info.last_seq, info.message_count) == (4, 4)
+    async with store.transaction(read_only=True) as tx:
+        assert [m.seq for m in await tx.conversation.messages(ref)] == [1, 2, 3, 4]
+
+
 async def test_empty_append_stores_nothing(store: StateStore, ref: SessionRef) -> None:
     await ensure(store, ref)
     async with store.transaction() as tx:

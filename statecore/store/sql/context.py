@@ -74,6 +74,9 @@ class SqlContext:
         self._reads_outside = False
         # Sessions this transaction found without hints (read_for_turn).
         self._hintless: set[int] = set()
+        # Turns (header primary key, turn id) this transaction found without messages while
+        # holding the write lock (read_for_turn on SQLite). See ``turn_has_no_messages``.
+        self._turns_without_messages: set[tuple[int, str]] = set()
         # What ``append_to_log`` learnt of a session's window, by header primary key: the
         # window start it asked about and the log's running token total before the first
         # message there (None: no such message). See ``window_base``.
@@ -157,7 +160,10 @@ class SqlContext:
             "p_session_id": ref.session_id,
             "p_turn_id": turn_id,
         }
-        found = (await self.execute(select_session_for_turn(), params)).first()
+        # On SQLite the transaction holds the write lock (or its snapshot) from here on,
+        # so whether the turn has messages yet stays true until it writes some itself.
+        on_sqlite = self.dialect == "sqlite"
+        found = (await self.execute(select_session_for_turn(on_sqlite), params)).first()
         if found is None:
             return None  # no such session, so no such turn
         columns = found._mapping
@@ -166,8 +172,19 @@ class SqlContext:
             self._hintless.discard(row.id)
         else:
             self._hintless.add(row.id)
+        if on_sqlite and not columns[_HAS_TURN_MESSAGES]:
+            self._turns_without_messages.add((row.id, turn_id))
         record: str | None = columns[_TURN_RECORD]
         return record
+
+    def turn_has_no_messages(self, session_pk: int, turn_id: str) -> bool:
+        """Whether this transaction saw, holding SQLite's write lock, that the turn has no
+        messages, and has written none of its messages since (``messages_written``)."""
+        return (session_pk, turn_id) in self._turns_without_messages
+
+    def messages_written(self, session_pk: int, turn_id: str) -> None:
+        """Note that messages of the turn were written in this transaction."""
+        self._turns_without_messages.discard((session_pk, turn_id))
 
     def has_no_hints(self, session_pk: int) -> bool:
         """Whether this transaction saw that the session has no hints and added none since.
@@ -213,8 +230,12 @@ class SqlContext:
             raise ValueError("a write along the header's UPDATE needs PostgreSQL")
         values = {**self._touches.pop(row.id, {}), **values}
         # Any header change may move the window or follow a rewrite of the log (clear,
-        # restore, compaction): what append_to_log learnt of the window no longer holds.
+        # restore, compaction): what append_to_log learnt of the window no longer holds,
+        # nor which turns have no messages (a restore writes them without an append).
         self._window_bases.pop(row.id, None)
+        self._turns_without_messages = {
+            seen for seen in self._turns_without_messages if seen[0] != row.id
+        }
         await self._write_header(row.id, values, along)
         for name, value in values.items():
             setattr(row, name, value)
@@ -314,6 +335,7 @@ class SqlContext:
         """Drop the copies of header rows (after deleting sessions)."""
         self._session_rows.clear()
         self._window_bases.clear()
+        self._turns_without_messages.clear()
 
     def note_session_locked(self, namespace: str, agent_id: str, session_id: str) -> None:
         """Record that this transaction holds the session header's row lock."""
@@ -395,20 +417,27 @@ def select_session(lock: bool) -> Select[Any]:
 #: Labels of what ``select_session_for_turn`` reads beside the header's columns.
 _TURN_RECORD = "turn_record"
 _HAS_HINTS = "has_hints"
-assert _TURN_RECORD not in sessions.c and _HAS_HINTS not in sessions.c
+_HAS_TURN_MESSAGES = "has_turn_messages"
+assert not {_TURN_RECORD, _HAS_HINTS, _HAS_TURN_MESSAGES} & set(sessions.c.keys())
 
 
 @direct.prebuilt
-def select_session_for_turn() -> Select[Any]:
+def select_session_for_turn(turn_messages: bool) -> Select[Any]:
     """``select_session(False)`` with, beside the header's columns, the record of turn
     ``p_turn_id`` (NULL when it never committed) and whether the session has hints: what a
-    turn reads first, in one statement."""
-    s, r, h = sessions.c, turn_records.c, hints.c
+    turn reads first, in one statement. ``turn_messages`` (SQLite): and whether the turn
+    has messages, which an append that follows then need not look up."""
+    s, r, h, m = sessions.c, turn_records.c, hints.c, messages.c
+    extra = []
+    if turn_messages:
+        given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
+        extra.append(exists().where(m.session_pk == s.id, given).label(_HAS_TURN_MESSAGES))
     return (
         select(
             sessions,
             r.record.label(_TURN_RECORD),
             exists().where(h.session_pk == s.id).label(_HAS_HINTS),
+            *extra,
         )
         .select_from(
             sessions.outerjoin(

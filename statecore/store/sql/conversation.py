@@ -52,18 +52,20 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if not checked:
             return []
         stop_index = start_index + len(checked) - 1
-        already = {
-            row.idx: row
-            for row in await ctx.execute(
-                _turn_indexes(),
-                {
-                    "p_session_pk": session.id,
-                    "p_turn_id": turn_id,
-                    "p_first_index": start_index,
-                    "p_last_index": stop_index,
-                },
-            )
-        }
+        already = {}
+        if not ctx.turn_has_no_messages(session.id, turn_id):
+            already = {
+                row.idx: row
+                for row in await ctx.execute(
+                    _turn_indexes(),
+                    {
+                        "p_session_pk": session.id,
+                        "p_turn_id": turn_id,
+                        "p_first_index": start_index,
+                        "p_last_index": stop_index,
+                    },
+                )
+            }
         seq, total, new_rows = session.last_seq, session.token_total, []
         result: list[StoredMessage] = []
         for offset, message in enumerate(checked):
@@ -87,6 +89,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             result.append(stored_message(columns))
         if not new_rows:
             return result
+        ctx.messages_written(session.id, turn_id)
         counters = {
             "last_seq": seq,
             "message_count": session.message_count + len(new_rows),
