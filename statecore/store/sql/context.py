@@ -215,19 +215,10 @@ class SqlContext:
     def _holds(self, key: SessionKey) -> bool:
         return self.dialect == "sqlite" or key in self._sessions_locked
 
-    async def update_session(
-        self, row: SessionRow, along: Along | None = None, /, **values: Any
-    ) -> None:
+    async def update_session(self, row: SessionRow, /, **values: Any) -> None:
         """Write ``values`` to the session's header row and to this transaction's copy of it.
-        Every change to a header row goes through here, so the copy never goes stale.
-
-        ``along`` (PostgreSQL): a write that comes with this header update (an append's
-        messages), as a ``direct.prebuilt`` builder of a data-modifying CTE and its bind
-        parameters, sent in the header's UPDATE statement: one round trip for both. It must
-        not touch the header row, and reads none of the UPDATE's changes (one statement,
-        one snapshot)."""
-        if along is not None and self.dialect != "postgresql":
-            raise ValueError("a write along the header's UPDATE needs PostgreSQL")
+        Every change to a header row goes through here (or ``append_to_log``), so the copy
+        never goes stale."""
         values = {**self._touches.pop(row.id, {}), **values}
         # Any header change may move the window or follow a rewrite of the log (clear,
         # restore, compaction): what append_to_log learnt of the window no longer holds,
@@ -236,7 +227,7 @@ class SqlContext:
         self._turns_without_messages = {
             seen for seen in self._turns_without_messages if seen[0] != row.id
         }
-        await self._write_header(row.id, values, along)
+        await self._write_header(row.id, values)
         for name, value in values.items():
             setattr(row, name, value)
 
@@ -250,7 +241,10 @@ class SqlContext:
     ) -> None:
         """``update_session`` for an append: ``counters`` are the log's new counters,
         ``appended`` the rows just written (ascending ``seq``), sent before this on SQLite
-        and MariaDB or ``along`` this UPDATE on PostgreSQL.
+        and MariaDB or ``along`` this UPDATE on PostgreSQL: a ``direct.prebuilt`` builder of
+        a data-modifying CTE and its bind parameters, sent in the header's UPDATE statement,
+        one round trip for both. It must not touch the header row, and reads none of the
+        UPDATE's changes (one statement, one snapshot).
 
         Where an UPDATE can return rows (SQLite, PostgreSQL) the same statement also
         returns the running token total before the window's first message, which the
@@ -260,10 +254,12 @@ class SqlContext:
         committed or waits), without the rows a CTE of the same statement inserts: when
         it finds none, the first appended row at or after the window start is the
         window's first message."""
+        if along is not None and self.dialect != "postgresql":
+            raise ValueError("a write along the header's UPDATE needs PostgreSQL")
         values = {**self._touches.pop(row.id, {}), **counters}
         self._window_bases.pop(row.id, None)
         if self.dialect not in ("sqlite", "postgresql"):
-            await self._write_header(row.id, values, along)
+            await self._write_header(row.id, values)
         else:
             names = tuple(sorted(values))
             params = {f"v_{name}": value for name, value in values.items()}
@@ -319,17 +315,10 @@ class SqlContext:
             pk, values = self._touches.popitem()
             await self._write_header(pk, values)
 
-    async def _write_header(
-        self, pk: int, values: dict[str, Any], along: Along | None = None
-    ) -> None:
+    async def _write_header(self, pk: int, values: dict[str, Any]) -> None:
         names = tuple(sorted(values))
         params = {f"v_{name}": value for name, value in values.items()}
-        if along is None:
-            await self.execute(update_session_statement(names), {"p_id": pk, **params})
-            return
-        build, parameters = along
-        statement = update_session_statement_with(names, build)
-        await self.execute(statement, {"p_id": pk, **params, **parameters})
+        await self.execute(update_session_statement(names), {"p_id": pk, **params})
 
     def forget_sessions(self) -> None:
         """Drop the copies of header rows (after deleting sessions)."""
@@ -461,12 +450,6 @@ def update_session_statement(names: tuple[str, ...]) -> Update:
     c = sessions.c
     values = {name: bindparam(f"v_{name}", type_=c[name].type) for name in names}
     return update(sessions).where(c.id == bindparam("p_id", type_=c.id.type)).values(values)
-
-
-@direct.prebuilt
-def update_session_statement_with(names: tuple[str, ...], along: Callable[[], CTE]) -> Update:
-    """``update_session_statement`` with the data-modifying CTE ``along()`` in front."""
-    return update_session_statement(names).add_cte(along())
 
 
 @direct.prebuilt

@@ -391,7 +391,7 @@ _APPENDED = (
 def _appended_messages() -> CTE:
     """PostgreSQL: an append's new messages as one ``INSERT ... SELECT FROM unnest(...)``
     CTE, each column an array (bind parameters ``m_<column>``), for the header's UPDATE to
-    carry (``SqlContext.update_session``'s ``along``)."""
+    carry (``SqlContext.append_to_log``'s ``along``)."""
     c = message_table.c
     given = func.unnest(*(bindparam(f"m_{name}", type_=ARRAY(c[name].type)) for name in _APPENDED))
     rows = given.table_valued(*_APPENDED).render_derived(name="appended_rows")
