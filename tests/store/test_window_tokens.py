@@ -37,11 +37,15 @@ async def _fresh(store: StateStore, ref: SessionRef, seq: int) -> int | None:
     return found
 
 
-async def _log(store: StateStore, ref: SessionRef, turn: str, count: int) -> None:
+async def _log(store: StateStore, ref: SessionRef, count: int, window_start: int = 1) -> None:
+    """A session whose log holds ``count`` messages of turn t1, its window from
+    ``window_start`` on (set in a transaction of its own)."""
+    await ensure(store, ref)
     async with store.transaction() as tx:
-        await tx.conversation.append(
-            ref, turn, [user(f"{turn} q{n} " * (n + 1)) for n in range(count)]
-        )
+        await tx.conversation.append(ref, "t1", [user(f"t1 q{n} " * (n + 1)) for n in range(count)])
+    if window_start != 1:
+        async with store.transaction() as tx:
+            await tx.conversation.set_window_start(ref, window_start)
 
 
 def _statements(store: StateStore) -> Callable[[], list[str]]:
@@ -80,10 +84,7 @@ async def _check_after_append(
 async def test_an_append_answers_for_a_window_that_starts_before_it(
     store: StateStore, ref: SessionRef
 ) -> None:
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 4)
-    async with store.transaction() as tx:
-        await tx.conversation.set_window_start(ref, 3)
+    await _log(store, ref, 4, window_start=3)
     async with store.transaction() as tx:
         found = await _check_after_append(store, tx, ref, "t2", [user("more"), assistant("yes")])
     assert found == await _fresh(store, ref, 3)
@@ -97,10 +98,7 @@ async def test_an_append_answers_for_a_window_that_starts_in_it(
     # The window starts past the stored log, at the first row this append writes: on
     # PostgreSQL the UPDATE cannot see that row (its CTE writes it), so the answer comes
     # from the rows appended.
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 3)
-    async with store.transaction() as tx:
-        await tx.conversation.set_window_start(ref, 4)
+    await _log(store, ref, 3, window_start=4)
     async with store.transaction() as tx:
         new = [user(f"new {n} " * (n + 2)) for n in range(messages)]
         found = await _check_after_append(store, tx, ref, "t2", new)
@@ -112,10 +110,8 @@ async def test_an_append_answers_for_a_window_that_starts_in_it(
 
 
 async def test_a_retracted_first_message_is_skipped(store: StateStore, ref: SessionRef) -> None:
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 3)
+    await _log(store, ref, 3, window_start=3)
     async with store.transaction() as tx:
-        await tx.conversation.set_window_start(ref, 3)
         assert await tx.conversation.retract_last(ref) is not None  # seq 3, the window's first
     async with store.transaction() as tx:
         found = await _check_after_append(store, tx, ref, "t2", [user("after the retraction")])
@@ -128,10 +124,7 @@ async def test_a_retracted_first_message_is_skipped(store: StateStore, ref: Sess
 async def test_what_an_append_learnt_is_forgotten_by_a_later_change(
     store: StateStore, ref: SessionRef
 ) -> None:
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 2)
-    async with store.transaction() as tx:
-        await tx.conversation.set_window_start(ref, 3)
+    await _log(store, ref, 2, window_start=3)
     # Retracting the window's only message, appended in the same transaction.
     async with store.transaction() as tx:
         await tx.conversation.append(ref, "t2", [user("soon taken back")])
@@ -148,8 +141,7 @@ async def test_what_an_append_learnt_is_forgotten_by_a_later_change(
 
 async def test_a_reset_after_an_append_forgets_it(store: StateStore, ref: SessionRef) -> None:
     # The window starts at 1 before and after the reset: only the reset tells.
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 2)
+    await _log(store, ref, 2)
     async with store.transaction() as tx:
         await tx.conversation.append(ref, "t2", [user("three")])
         await tx.conversation.clear(ref)
@@ -162,8 +154,7 @@ async def test_a_reset_after_an_append_forgets_it(store: StateStore, ref: Sessio
 
 
 async def test_another_start_than_the_windows_is_read(store: StateStore, ref: SessionRef) -> None:
-    await ensure(store, ref)
-    await _log(store, ref, "t1", 4)
+    await _log(store, ref, 4)
     async with store.transaction() as tx:
         await tx.conversation.append(ref, "t2", [user("five")])
         for seq in (1, 2, 4, 5, 6):

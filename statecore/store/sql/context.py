@@ -219,17 +219,21 @@ class SqlContext:
         """Write ``values`` to the session's header row and to this transaction's copy of it.
         Every change to a header row goes through here (or ``append_to_log``), so the copy
         never goes stale."""
-        values = {**self._touches.pop(row.id, {}), **values}
-        # Any header change may move the window or follow a rewrite of the log (clear,
-        # restore, compaction): what append_to_log learnt of the window no longer holds,
-        # nor which turns have no messages (a restore writes them without an append).
-        self._window_bases.pop(row.id, None)
+        values = self._header_values(row, values)
+        # Nor which turns have no messages: a restore writes them without an append.
         self._turns_without_messages = {
             seen for seen in self._turns_without_messages if seen[0] != row.id
         }
         await self._write_header(row.id, values)
         for name, value in values.items():
             setattr(row, name, value)
+
+    def _header_values(self, row: SessionRow, values: dict[str, Any]) -> dict[str, Any]:
+        """What a header write sends: ``values`` with the idle clock ``touch_session`` held
+        back. Any header change may move the window or follow a rewrite of the log (clear,
+        restore, compaction), so what ``append_to_log`` learnt of the window is forgotten."""
+        self._window_bases.pop(row.id, None)
+        return {**self._touches.pop(row.id, {}), **values}
 
     async def append_to_log(
         self,
@@ -256,18 +260,17 @@ class SqlContext:
         window's first message."""
         if along is not None and self.dialect != "postgresql":
             raise ValueError("a write along the header's UPDATE needs PostgreSQL")
-        values = {**self._touches.pop(row.id, {}), **counters}
-        self._window_bases.pop(row.id, None)
+        values = self._header_values(row, counters)
         if self.dialect not in ("sqlite", "postgresql"):
             await self._write_header(row.id, values)
         else:
-            names = tuple(sorted(values))
-            params = {f"v_{name}": value for name, value in values.items()}
             start = row.window_start_seq
             build, extra = along if along is not None else (None, {})
-            statement = update_session_returning_base(names, build)
-            found = await self.execute(
-                statement, {"p_id": row.id, "p_window_from": start, **params, **extra}
+            found = await self._write_header(
+                row.id,
+                values,
+                lambda names: update_session_returning_base(names, build),
+                {"p_window_from": start, **extra},
             )
             base: int | None = found.scalar()
             if base is None:
@@ -315,10 +318,21 @@ class SqlContext:
             pk, values = self._touches.popitem()
             await self._write_header(pk, values)
 
-    async def _write_header(self, pk: int, values: dict[str, Any]) -> None:
-        names = tuple(sorted(values))
+    async def _write_header(
+        self,
+        pk: int,
+        values: dict[str, Any],
+        statement: Callable[[tuple[str, ...]], Update] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Send ``values`` to the header row ``pk`` with ``statement(names)`` (an UPDATE of
+        those columns, bind parameters ``v_<name>`` and ``p_id``, plus ``extra``;
+        ``update_session_statement`` by default)."""
+        build = statement or update_session_statement
         params = {f"v_{name}": value for name, value in values.items()}
-        await self.execute(update_session_statement(names), {"p_id": pk, **params})
+        return await self.execute(
+            build(tuple(sorted(values))), {"p_id": pk, **params, **(extra or {})}
+        )
 
     def forget_sessions(self) -> None:
         """Drop the copies of header rows (after deleting sessions)."""
