@@ -64,7 +64,7 @@ async def commit_turn(
     # checked before anything is written, so a bad op leaves the whole turn uncommitted.
     for op in commit.kv:
         validate_user_bucket(op.bucket)
-    await tx.sessions.ensure(ref)
+    await tx.begin_turn(ref, commit.turn_id)
     stored: list[StoredMessage] = []
     if commit.messages:
         stored = await tx.conversation.append(ref, commit.turn_id, commit.messages)

@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from statecore.core.change_events import ChangeEvent, NewEvent
+from statecore.core.identifiers import validate_turn_id
 from statecore.core.models import (
     FlowCheckpoint,
     Hint,
@@ -472,6 +473,14 @@ class StoreTransaction(abc.ABC):
     @abc.abstractmethod
     def now(self) -> datetime:
         """The time this transaction is stamped with (the store's clock, read once)."""
+
+    async def begin_turn(self, ref: SessionRef, turn_id: str) -> SessionInfo:
+        """A turn commit's first write: ``sessions.ensure(ref)``, knowing that turn
+        ``turn_id``'s messages come next. A backend that can learn in the same read whether
+        the turn has messages already does (SQL: an append need not look them up); what it
+        writes is the same."""
+        validate_turn_id(turn_id)
+        return await self.sessions.ensure(ref)
 
     async def finish_turn(
         self,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from sqlalchemy import text
 
 from statecore.core.errors import (
     AlreadyExistsError,
@@ -112,6 +115,91 @@ async def test_an_append_after_the_turns_first_read_is_idempotent_too(
     assert info is not None and (info.last_seq, info.message_count) == (4, 4)
     async with store.transaction(read_only=True) as tx:
         assert [m.seq for m in await tx.conversation.messages(ref)] == [1, 2, 3, 4]
+
+
+async def test_a_turns_begin_ensures_the_session_and_its_append_stays_idempotent(
+    store: StateStore, ref: SessionRef
+) -> None:
+    # A commit begins with begin_turn, whose locked read may also learn that the turn has
+    # no messages: the append must still find those stored earlier, and its own.
+    async with store.transaction() as tx:
+        info = await tx.begin_turn(ref, "t1")
+        original = await tx.conversation.append(ref, "t1", [user("one"), assistant("two")])
+    assert (info.ref, info.last_seq) == (ref, 0)
+    async with store.transaction() as tx:
+        info = await tx.begin_turn(ref, "t1")
+        assert await tx.conversation.append(ref, "t1", [user("one")]) == original[:1]
+        first = await tx.conversation.append(ref, "t2", [user("three")])
+        both = await tx.conversation.append(ref, "t2", [user("three"), assistant("four")])
+    assert info.last_seq == 2
+    assert both[0] == first[0] and both[1].seq == 4
+    async with store.transaction() as tx:
+        await tx.begin_turn(ref, "t3")
+        assert await tx.conversation.append(ref, "t2", [user("three")]) == first
+    async with store.transaction(read_only=True) as tx:
+        assert [m.seq for m in await tx.conversation.messages(ref)] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("turn_id", ["", "x" * 10_000, None, 7, "bad\x00id"])
+async def test_a_turns_begin_refuses_a_bad_turn_id_and_creates_nothing(
+    store: StateStore, ref: SessionRef, turn_id: object
+) -> None:
+    with pytest.raises(InvalidInputError):
+        async with store.transaction() as tx:
+            await tx.begin_turn(ref, turn_id)  # type: ignore[arg-type]
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.sessions.get(ref) is None
+    async with store.transaction() as tx:
+        await tx.begin_turn(ref, "t1")
+        assert [m.seq for m in await tx.conversation.append(ref, "t1", [user("ok")])] == [1]
+
+
+async def test_a_turns_begin_that_waits_for_the_writer_of_its_messages_finds_them(
+    store: StateStore, ref: SessionRef
+) -> None:
+    # PostgreSQL reads the turn's messages in the statement that waits for the header's
+    # lock, from a snapshot older than the writer it waited for: that answer must not be
+    # trusted, or the append would store the turn's messages a second time.
+    if store.dialect != "postgresql":
+        pytest.skip("only PostgreSQL reads other tables from a snapshot older than its lock")
+    engine = store.engine  # type: ignore[attr-defined]
+    await ensure(store, ref)
+    written, release = asyncio.Event(), asyncio.Event()
+
+    async def writer() -> list[StoredMessage]:
+        async with store.transaction() as tx:
+            stored = await tx.conversation.append(ref, "t1", [user("one"), assistant("two")])
+            written.set()
+            await asyncio.wait_for(release.wait(), 30)
+        return stored
+
+    async def retry() -> list[StoredMessage]:
+        async with store.transaction() as tx:
+            await tx.begin_turn(ref, "t1")
+            return await tx.conversation.append(ref, "t1", [user("one"), assistant("two")])
+
+    first = asyncio.create_task(writer())
+    await asyncio.wait_for(written.wait(), 30)
+    second = asyncio.create_task(retry())
+    async with engine.connect() as conn:
+        for _ in range(300):  # until the retry waits for the writer's lock (30 s at most)
+            waiting = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock'"
+                )
+            )
+            await conn.rollback()
+            if waiting:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the retry never waited for the writer's lock")
+    release.set()
+    stored = await asyncio.wait_for(first, 30)
+    assert await asyncio.wait_for(second, 30) == stored
+    async with store.transaction(read_only=True) as tx:
+        assert [m.seq for m in await tx.conversation.messages(ref)] == [1, 2]
 
 
 async def test_empty_append_stores_nothing(store: StateStore, ref: SessionRef) -> None:

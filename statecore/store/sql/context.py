@@ -8,7 +8,17 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import CTE, Select, Update, bindparam, exists, select, update
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    Select,
+    Update,
+    bindparam,
+    exists,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -177,9 +187,48 @@ class SqlContext:
         record: str | None = columns[_TURN_RECORD]
         return record
 
+    async def find_session_for_turn(self, ref: SessionRef, turn_id: str) -> SessionRow | None:
+        """``find_session_row(ref, lock=True)`` before a commit of turn ``turn_id``. Where the
+        locked read can tell for certain, it also learns whether the turn has messages
+        (``turn_has_no_messages``), so the append that follows need not look them up: on
+        SQLite, whose transaction holds the write lock from its first statement, and on
+        PostgreSQL when no other transaction changed the header between the statement's
+        snapshot and its lock. Every transaction that writes a session's messages updates
+        its header row under that lock, so an unchanged header means the snapshot holds
+        all of them. When the lock waited for such a writer, the row read is the writer's
+        newer version (a ``FOR UPDATE`` rereads only the row it locks) while the
+        ``EXISTS`` saw the older snapshot: the two versions differ, and the answer is not
+        used."""
+        key = (ref.namespace, ref.agent_id, ref.session_id)
+        dialect = self.dialect
+        if dialect not in ("sqlite", "postgresql") or (
+            key in self._session_rows and self._holds(key)
+        ):
+            return await self.find_session_row(ref, lock=True)
+        _ = self.conn  # refuses once the transaction has ended
+        params = {
+            "p_namespace": ref.namespace,
+            "p_agent_id": ref.agent_id,
+            "p_session_id": ref.session_id,
+            "p_turn_id": turn_id,
+        }
+        statement = lock_session_for_turn_statement(dialect == "postgresql")
+        found = (await self.execute(statement, params)).first()
+        if found is None:
+            self._session_rows.pop(key, None)
+            return None
+        columns = found._mapping
+        row = self.keep_session_row(key, columns)
+        self.note_session_locked(*key)
+        certain = dialect == "sqlite" or columns[_SNAPSHOT_IS_CURRENT]
+        if certain and not columns[_HAS_TURN_MESSAGES]:
+            self._turns_without_messages.add((row.id, turn_id))
+        return row
+
     def turn_has_no_messages(self, session_pk: int, turn_id: str) -> bool:
-        """Whether this transaction saw, holding SQLite's write lock, that the turn has no
-        messages, and has written none of its messages since (``messages_written``)."""
+        """Whether this transaction saw, holding the session's lock (SQLite's write lock, or
+        the header's row lock: ``find_session_for_turn``), that the turn has no messages,
+        and has written none of its messages since (``messages_written``)."""
         return (session_pk, turn_id) in self._turns_without_messages
 
     def messages_written(self, session_pk: int, turn_id: str) -> None:
@@ -417,11 +466,22 @@ def select_session(lock: bool) -> Select[Any]:
     return statement.with_for_update() if lock else statement
 
 
-#: Labels of what ``select_session_for_turn`` reads beside the header's columns.
+#: Labels of what ``select_session_for_turn`` and ``lock_session_for_turn_statement`` read
+#: beside the header's columns.
 _TURN_RECORD = "turn_record"
 _HAS_HINTS = "has_hints"
 _HAS_TURN_MESSAGES = "has_turn_messages"
-assert not {_TURN_RECORD, _HAS_HINTS, _HAS_TURN_MESSAGES} & set(sessions.c.keys())
+_SNAPSHOT_IS_CURRENT = "snapshot_is_current"
+assert not {_TURN_RECORD, _HAS_HINTS, _HAS_TURN_MESSAGES, _SNAPSHOT_IS_CURRENT} & set(
+    sessions.c.keys()
+)
+
+
+def _turn_has_messages() -> Any:
+    """``EXISTS`` a message of turn ``p_turn_id`` in the session of the selected header."""
+    s, m = sessions.c, messages.c
+    given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
+    return exists().where(m.session_pk == s.id, given).label(_HAS_TURN_MESSAGES)
 
 
 @direct.prebuilt
@@ -430,11 +490,8 @@ def select_session_for_turn(turn_messages: bool) -> Select[Any]:
     ``p_turn_id`` (NULL when it never committed) and whether the session has hints: what a
     turn reads first, in one statement. ``turn_messages`` (SQLite): and whether the turn
     has messages, which an append that follows then need not look up."""
-    s, r, h, m = sessions.c, turn_records.c, hints.c, messages.c
-    extra = []
-    if turn_messages:
-        given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
-        extra.append(exists().where(m.session_pk == s.id, given).label(_HAS_TURN_MESSAGES))
+    s, r, h = sessions.c, turn_records.c, hints.c
+    extra = [_turn_has_messages()] if turn_messages else []
     return (
         select(
             sessions,
@@ -454,6 +511,35 @@ def select_session_for_turn(turn_messages: bool) -> Select[Any]:
             s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
             s.session_id == bindparam("p_session_id", type_=s.session_id.type),
         )
+    )
+
+
+@direct.prebuilt
+def lock_session_for_turn_statement(snapshot_check: bool) -> Select[Any]:
+    """``select_session(True)`` with whether turn ``p_turn_id`` has messages beside the
+    header's columns (``SqlContext.find_session_for_turn``). ``snapshot_check``
+    (PostgreSQL): and whether the locked row is the version the statement's snapshot
+    holds, by the row's ``xmin`` (the transaction that wrote the version), which only an
+    UPDATE changes: a lock takes no new version."""
+    s = sessions.c
+    columns: list[Any] = [sessions, _turn_has_messages()]
+    if snapshot_check:
+        as_of = sessions.alias("statecore_sessions_as_of_snapshot")
+        snapshot_xmin = (
+            select(literal_column(f"{as_of.name}.xmin"))
+            .where(as_of.c.id == s.id)
+            .scalar_subquery()
+        )
+        locked_xmin: ColumnElement[Any] = literal_column(f"{sessions.name}.xmin")
+        columns.append((locked_xmin == snapshot_xmin).label(_SNAPSHOT_IS_CURRENT))
+    return (
+        select(*columns)
+        .where(
+            s.namespace == bindparam("p_namespace", type_=s.namespace.type),
+            s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
+            s.session_id == bindparam("p_session_id", type_=s.session_id.type),
+        )
+        .with_for_update(of=sessions)
     )
 
 

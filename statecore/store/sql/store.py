@@ -16,10 +16,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.core.change_events import NewEvent
 from statecore.core.errors import ConflictError, StatecoreError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionRef, TokenUsage
+from statecore.core.identifiers import validate_turn_id
+from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, SessionInfo, SessionRef, TokenUsage
 from statecore.core.tokens import TokenCounter
 from statecore.store.base import Clock, EventSignal, StateStore, StoreTransaction
-from statecore.store.inputs import check_aware, check_flag, check_int, check_ttl_seconds
+from statecore.store.inputs import (
+    check_aware,
+    check_flag,
+    check_int,
+    check_ref,
+    check_ttl_seconds,
+)
 from statecore.store.sql import turn_finish
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.conversation import SqlConversationStore
@@ -73,6 +80,14 @@ class SqlTransaction(StoreTransaction):
     @property
     def now(self) -> datetime:
         return self._ctx.now
+
+    async def begin_turn(self, ref: SessionRef, turn_id: str) -> SessionInfo:
+        check_ref(ref)
+        validate_turn_id(turn_id)
+        # The header's locked read, with whether the turn has messages beside it; ensure
+        # then answers from the row this transaction holds.
+        await self._ctx.find_session_for_turn(ref, turn_id)
+        return await self.sessions.ensure(ref)
 
     async def finish_turn(
         self,
