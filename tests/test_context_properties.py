@@ -135,6 +135,27 @@ def head_messages(prompt: str | None, summary: str | None, hints: list[str]) -> 
 def test_context_fits_keeps_exchanges_and_prefers_the_newest(
     segments, budget, cut, prompt, summary, hints, answer_open_call
 ) -> None:
+    check_context(segments, budget, cut, prompt, summary, hints, answer_open_call)
+
+
+# Without tool calls or results, build_context picks the window without grouping it: the
+# same checks, over conversations of plain messages only.
+@PURE
+@given(
+    segments=st.lists(
+        st.one_of(st.tuples(st.just("user"), _lengths), st.tuples(st.just("assistant"), _lengths)),
+        max_size=30,
+    ),
+    budget=st.integers(min_value=1, max_value=1200),
+    cut=st.integers(min_value=0, max_value=4),
+    prompt=st.sampled_from([None, "You are terse."]),
+)
+def test_a_window_of_plain_messages_keeps_the_newest_that_fit(segments, budget, cut, prompt):
+    check_context(segments, budget, cut, prompt, None, [], False)
+
+
+def check_context(segments, budget, cut, prompt, summary, hints, answer_open_call) -> None:
+    """build_context's window is the newest run of whole, complete exchanges that fits."""
     window = stored_log(segments).messages[cut:]  # a window start may cut an exchange
     exchanges = group_exchanges(window)
     pinned = None
@@ -289,3 +310,23 @@ def test_compaction_keeps_the_log_and_is_idempotent(
     runner: asyncio.Runner, backend: StateStore, segments, request
 ) -> None:
     runner.run(_compaction_round(backend, segments, request))
+
+
+@pytest.mark.parametrize("spare", [0, -1])
+def test_a_plain_message_that_fits_exactly_is_kept(spare: int) -> None:
+    window = stored_log([("user", 5), ("assistant", 9), ("user", 3)]).messages
+    new = [user("and now?")]
+    exact = COUNTER.count_messages(new) + sum(m.tokens for m in window)
+    ctx = build_context(
+        system_prompt=None,
+        summary=None,
+        hints=[],
+        window=window,
+        new_messages=new,
+        max_tokens=exact + spare,
+        counter=COUNTER,
+    )
+    if spare == 0:  # every message fits, the oldest exactly
+        assert (ctx.window_messages, ctx.tokens) == (len(window), exact)
+    else:  # one token short: the oldest is dropped
+        assert (ctx.window_messages, ctx.tokens) == (len(window) - 1, exact - window[0].tokens)

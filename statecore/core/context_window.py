@@ -14,9 +14,9 @@ appears without its call.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from statecore.core.errors import (
     ContextBudgetError,
@@ -61,60 +61,65 @@ class AssembledContext(StatecoreModel):
 ExchangeStatus = Literal["complete", "open", "broken", "orphan"]
 
 
-@dataclass(frozen=True)
-class Exchange:
+class Exchange(NamedTuple):
     """Messages that enter or leave the window together.
 
     ``complete``: a plain message, or an assistant tool call with every result it asked for.
     ``open``: a tool call at the end of the log still waiting for (some) results.
     ``broken``: a tool call whose results are missing although the log went on.
     ``orphan``: a tool result whose call is not before it (e.g. cut off by the window start).
+
+    A tuple, not a frozen dataclass: context assembly makes one per message of the window on
+    every turn, and a frozen dataclass sets each field through ``object.__setattr__``.
     """
 
     messages: tuple[StoredMessage, ...]
     status: ExchangeStatus
-    pending_call_ids: frozenset[str] = frozenset()
-    #: The messages' stored token counts, summed once here: context assembly reads it for
-    #: every exchange of the window on every turn (a ``cached_property`` took a lock per read).
-    tokens: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tokens", sum(m.tokens for m in self.messages))
+    pending_call_ids: frozenset[str]
+    #: The messages' stored token counts, summed once by ``group_exchanges``.
+    tokens: int
 
     @property
     def first_seq(self) -> int:
         return self.messages[0].seq
 
 
+_NO_CALLS: frozenset[str] = frozenset()
+
+
 def group_exchanges(messages: Sequence[StoredMessage]) -> list[Exchange]:
     """Split an ascending run of stored messages into exchanges (see ``Exchange``)."""
     out: list[Exchange] = []
+    append = out.append
     i, n = 0, len(messages)
     while i < n:
         msg = messages[i]
-        if msg.role == "assistant" and msg.tool_calls:
-            pending = {call.id for call in msg.tool_calls}
-            j = i + 1
-            # Parallel calls stored one per message (as Responses-API items are) belong to
-            # the same exchange as the results that follow them. Only within one turn: calls
-            # of two turns in a row are two exchanges (the earlier one left unanswered).
-            while (
-                j < n
-                and messages[j].role == "assistant"
-                and messages[j].tool_calls
-                and messages[j].turn_id == msg.turn_id
-            ):
-                pending |= {call.id for call in messages[j].tool_calls}
-                j += 1
-            while j < n and messages[j].role == "tool" and messages[j].tool_call_id in pending:
-                pending.discard(messages[j].tool_call_id or "")
-                j += 1
-            status: ExchangeStatus = "complete" if not pending else "open" if j == n else "broken"
-            out.append(Exchange(tuple(messages[i:j]), status, frozenset(pending)))
-            i = j
-        else:
-            out.append(Exchange((msg,), "orphan" if msg.role == "tool" else "complete"))
+        if msg.role != "assistant" or not msg.tool_calls:
+            # Most messages: alone, complete unless a tool result without its call.
+            status: ExchangeStatus = "orphan" if msg.role == "tool" else "complete"
+            append(Exchange((msg,), status, _NO_CALLS, msg.tokens))
             i += 1
+            continue
+        pending = {call.id for call in msg.tool_calls}
+        j = i + 1
+        # Parallel calls stored one per message (as Responses-API items are) belong to
+        # the same exchange as the results that follow them. Only within one turn: calls
+        # of two turns in a row are two exchanges (the earlier one left unanswered).
+        while (
+            j < n
+            and messages[j].role == "assistant"
+            and messages[j].tool_calls
+            and messages[j].turn_id == msg.turn_id
+        ):
+            pending |= {call.id for call in messages[j].tool_calls}
+            j += 1
+        while j < n and messages[j].role == "tool" and messages[j].tool_call_id in pending:
+            pending.discard(messages[j].tool_call_id or "")
+            j += 1
+        status = "complete" if not pending else "open" if j == n else "broken"
+        group = tuple(messages[i:j])
+        append(Exchange(group, status, frozenset(pending), sum(m.tokens for m in group)))
+        i = j
     return out
 
 
@@ -145,6 +150,21 @@ def _plain(msg: Message) -> Message:
             "metadata": dict(d["metadata"]),
         },
     )
+
+
+def _has_tool_messages(window: Sequence[StoredMessage]) -> bool:
+    """Whether any message of ``window`` calls a tool or answers one."""
+    return any(m.tool_calls or m.role == "tool" for m in window)
+
+
+def _newest_that_fit(window: Sequence[StoredMessage], budget: int) -> Sequence[StoredMessage]:
+    """The newest messages of ``window`` whose tokens sum to at most ``budget``: its window
+    when every message is an exchange of its own (``_has_tool_messages`` is false)."""
+    start = len(window)
+    while start and window[start - 1].tokens <= budget:
+        start -= 1
+        budget -= window[start].tokens
+    return window[start:]
 
 
 def _part(text: str, part: str) -> Message:
@@ -211,11 +231,14 @@ def build_context(
     new_plain = [_plain(m) for m in new_messages]
     new_t = sum(counter.count_message(m) for m in new_plain)
 
-    exchanges = group_exchanges(window)
     # Tool results among the new messages pin the open call that asked for them.
     answered = leading_tool_results(new_messages)
     pinned: Exchange | None = None
+    # A window without tool calls or results (most) needs no grouping: each message is an
+    # exchange of its own, complete. Grouping makes objects per message on every turn.
+    exchanges = group_exchanges(window) if answered or _has_tool_messages(window) else None
     if answered:
+        assert exchanges is not None
         last = exchanges[-1] if exchanges else None
         if last is None or last.status != "open" or not last.pending_call_ids <= answered:
             raise InvalidInputError(
@@ -235,17 +258,20 @@ def build_context(
         )
 
     remaining = max_tokens - mandatory
-    kept: list[Exchange] = [pinned] if pinned else []
-    for exchange in reversed(exchanges):
-        if exchange.status != "complete":
-            continue  # unusable on its own: the model API rejects split tool exchanges
-        if exchange.tokens > remaining:
-            break  # a contiguous window: everything older than this is dropped too
-        kept.append(exchange)
-        remaining -= exchange.tokens
-    kept.reverse()
-
-    window_msgs = [m for ex in kept for m in ex.messages]
+    window_msgs: Sequence[StoredMessage]
+    if exchanges is None:
+        window_msgs = _newest_that_fit(window, remaining)
+    else:
+        kept: list[Exchange] = [pinned] if pinned else []
+        for exchange in reversed(exchanges):
+            if exchange.status != "complete":
+                continue  # unusable on its own: the model API rejects split tool exchanges
+            if exchange.tokens > remaining:
+                break  # a contiguous window: everything older than this is dropped too
+            kept.append(exchange)
+            remaining -= exchange.tokens
+        kept.reverse()
+        window_msgs = [m for ex in kept for m in ex.messages]
     window_t = sum(m.tokens for m in window_msgs)
     # Built from values made valid here: validating it would run every message's checks again.
     return AssembledContext.model_construct(
