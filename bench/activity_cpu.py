@@ -40,7 +40,7 @@ from typing import Any  # noqa: E402
 
 from bench.cpu_per_turn import summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
-from bench.worker_process import export_commit  # noqa: E402
+from bench.worker_process import exported_versions, round_order  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -161,14 +161,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.rounds < 2:
         p.error("--rounds must be at least 2 for a confidence interval")
     load_start = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="statecore-code-") as tmp:
-        versions = {
-            "before": export_commit(a.before, Path(tmp)),
-            "after": export_commit(a.after, Path(tmp)) if a.after else ROOT,
-        }
+    with exported_versions(a.before, a.after) as versions:
         runs: list[dict[str, dict[str, float]]] = []
         for r in range(a.rounds):
-            order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+            order = round_order(r)
             got = {
                 name: one_run(versions[name], a.db, a.warmup, a.turns, a.turn) for name in order
             }

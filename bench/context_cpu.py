@@ -28,12 +28,11 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.cpu_per_turn import summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
-from bench.worker_process import export_commit  # noqa: E402
+from bench.worker_process import exported_versions, round_order  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_SIZES = (100, 500, 1500, 4000)
@@ -128,14 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.rounds < 2:
         p.error("--rounds must be at least 2 for a confidence interval")
     sizes = tuple(int(s) for s in a.sizes.split(","))
-    with tempfile.TemporaryDirectory(prefix="statecore-code-") as tmp:
-        versions = {
-            "before": export_commit(a.before, Path(tmp)),
-            "after": export_commit(a.after, Path(tmp)) if a.after else ROOT,
-        }
+    with exported_versions(a.before, a.after) as versions:
         runs: list[dict[str, dict[str, float]]] = []
         for r in range(a.rounds):
-            order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+            order = round_order(r)
             got = {name: one_run(versions[name], sizes, a.calls, a.tools) for name in order}
             runs.append(got)
             print(

@@ -19,8 +19,8 @@ import sys
 import tarfile
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +59,23 @@ def export_commit(rev: str, into: Path) -> Path:
         with tarfile.open(fileobj=tmp) as tar:
             tar.extractall(target, filter="data")
     return target
+
+
+@contextmanager
+def exported_versions(before: str, after: str | None) -> Iterator[dict[str, Path]]:
+    """``{"before": ..., "after": ...}``: the trees of two commits, unpacked for the block
+    (``after`` None: this checkout itself), for a before/after run of two versions."""
+    with tempfile.TemporaryDirectory(prefix="statecore-code-") as tmp:
+        yield {
+            "before": export_commit(before, Path(tmp)),
+            "after": export_commit(after, Path(tmp)) if after else ROOT,
+        }
+
+
+def round_order(r: int) -> list[str]:
+    """Which version runs first in round ``r`` (from 0): they alternate, A B, B A, ..., so
+    a drift of the machine over the rounds weighs on both alike."""
+    return ["before", "after"] if r % 2 == 0 else ["after", "before"]
 
 
 @dataclass
