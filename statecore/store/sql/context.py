@@ -164,12 +164,7 @@ class SqlContext:
         session does not exist), read with what a turn reads next in the same statement:
         the session's header row, kept as an unlocked read, and whether it has any hints,
         so a turn of a session without hints does not list them (``has_no_hints``)."""
-        params = {
-            "p_namespace": ref.namespace,
-            "p_agent_id": ref.agent_id,
-            "p_session_id": ref.session_id,
-            "p_turn_id": turn_id,
-        }
+        params = _turn_params(ref, turn_id)
         # On SQLite the transaction holds the write lock (or its snapshot) from here on,
         # so whether the turn has messages yet stays true until it writes some itself.
         on_sqlite = self.dialect == "sqlite"
@@ -206,12 +201,7 @@ class SqlContext:
         ):
             return await self.find_session_row(ref, lock=True)
         _ = self.conn  # refuses once the transaction has ended
-        params = {
-            "p_namespace": ref.namespace,
-            "p_agent_id": ref.agent_id,
-            "p_session_id": ref.session_id,
-            "p_turn_id": turn_id,
-        }
+        params = _turn_params(ref, turn_id)
         statement = lock_session_for_turn_statement(dialect == "postgresql")
         found = (await self.execute(statement, params)).first()
         if found is None:
@@ -452,16 +442,32 @@ class SqlContext:
         return True
 
 
-@direct.prebuilt
-def select_session(lock: bool) -> Select[Any]:
-    """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
-    ``p_session_id``), built once: every transaction of a turn reads it."""
+def _session_key() -> tuple[ColumnElement[bool], ...]:
+    """The header row of the session whose key the bind parameters ``p_namespace``,
+    ``p_agent_id`` and ``p_session_id`` give: every statement that finds one by its key."""
     c = sessions.c
-    statement = select(sessions).where(
+    return (
         c.namespace == bindparam("p_namespace", type_=c.namespace.type),
         c.agent_id == bindparam("p_agent_id", type_=c.agent_id.type),
         c.session_id == bindparam("p_session_id", type_=c.session_id.type),
     )
+
+
+def _turn_params(ref: SessionRef, turn_id: str) -> dict[str, str]:
+    """Bind parameters of a statement about turn ``turn_id`` of the session ``ref``."""
+    return {
+        "p_namespace": ref.namespace,
+        "p_agent_id": ref.agent_id,
+        "p_session_id": ref.session_id,
+        "p_turn_id": turn_id,
+    }
+
+
+@direct.prebuilt
+def select_session(lock: bool) -> Select[Any]:
+    """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
+    ``p_session_id``), built once: every transaction of a turn reads it."""
+    statement = select(sessions).where(*_session_key())
     # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
     return statement.with_for_update() if lock else statement
 
@@ -506,11 +512,7 @@ def select_session_for_turn(turn_messages: bool) -> Select[Any]:
                 & (r.turn_id == bindparam("p_turn_id", type_=r.turn_id.type)),
             )
         )
-        .where(
-            s.namespace == bindparam("p_namespace", type_=s.namespace.type),
-            s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
-            s.session_id == bindparam("p_session_id", type_=s.session_id.type),
-        )
+        .where(*_session_key())
     )
 
 
@@ -534,11 +536,7 @@ def lock_session_for_turn_statement(snapshot_check: bool) -> Select[Any]:
         columns.append((locked_xmin == snapshot_xmin).label(_SNAPSHOT_IS_CURRENT))
     return (
         select(*columns)
-        .where(
-            s.namespace == bindparam("p_namespace", type_=s.namespace.type),
-            s.agent_id == bindparam("p_agent_id", type_=s.agent_id.type),
-            s.session_id == bindparam("p_session_id", type_=s.session_id.type),
-        )
+        .where(*_session_key())
         .with_for_update(of=sessions)
     )
 
@@ -587,11 +585,7 @@ def lock_session_statement() -> Select[Any]:
     c = sessions.c
     return (
         select(c.id)
-        .where(
-            c.namespace == bindparam("p_namespace", type_=c.namespace.type),
-            c.agent_id == bindparam("p_agent_id", type_=c.agent_id.type),
-            c.session_id == bindparam("p_session_id", type_=c.session_id.type),
-        )
+        .where(*_session_key())
         .with_for_update()
     )
 
