@@ -93,7 +93,9 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def expired(self, now: datetime, *, limit: int = 1000) -> builtins.list[SessionRef]:
-        """Sessions whose ``last_accessed + ttl_seconds`` is before ``now``, any namespace."""
+        """Sessions whose ``last_accessed + ttl_seconds`` is before ``now``, any namespace.
+        The SQL store may find a session up to a 64th of its TTL (a minute at most) after
+        that moment, never before it (``statecore.store.sql.session_expiry``)."""
 
     @abc.abstractmethod
     async def delete(self, ref: SessionRef) -> bool:

@@ -4,7 +4,7 @@ timestamp, the token counter, and the session header rows it has read."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -345,9 +345,15 @@ class SqlContext:
 
         A turn's commit touches the session and then advances its log counters: one UPDATE
         instead of two. Only ``expired`` reads these columns back from SQL, and it sends what
-        is pending first (``send_touches``)."""
-        self._touches.setdefault(row.id, {}).update(values)
-        for name, value in values.items():
+        is pending first (``send_touches``).
+
+        A value the row already holds is not sent: an expiry that stayed within its step
+        (``session_expiry``) leaves the UPDATE without its indexed column."""
+        changed = {name: value for name, value in values.items() if getattr(row, name) != value}
+        if not changed:
+            return
+        self._touches.setdefault(row.id, {}).update(changed)
+        for name, value in changed.items():
             setattr(row, name, value)
 
     async def send_touches(self) -> None:
@@ -595,10 +601,6 @@ def chunked(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
     and SQLite cap them at 32,767)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def expiry(last_accessed: datetime, ttl_seconds: int) -> datetime:
-    return last_accessed + timedelta(seconds=ttl_seconds)
 
 
 def session_info(row: SessionRow, ref: SessionRef | None = None) -> SessionInfo:

@@ -29,8 +29,9 @@ from statecore.store.inputs import (
     revalidate,
 )
 from statecore.store.sql import direct
-from statecore.store.sql.context import SessionRow, SqlContext, expiry
+from statecore.store.sql.context import SessionRow, SqlContext
 from statecore.store.sql.schema import orchestration_states
+from statecore.store.sql.session_expiry import expiry
 
 c = orchestration_states.c
 _DEFAULTS: dict[str, Any] = {

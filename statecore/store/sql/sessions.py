@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, delete, or_, select, union
 
@@ -16,7 +17,7 @@ from statecore.store.inputs import (
     check_session_listing,
     check_ttl_seconds,
 )
-from statecore.store.sql.context import SqlContext, expiry, session_info
+from statecore.store.sql.context import SqlContext, session_info
 from statecore.store.sql.schema import (
     flow_checkpoints,
     hints,
@@ -27,6 +28,7 @@ from statecore.store.sql.schema import (
     sessions,
     turn_records,
 )
+from statecore.store.sql.session_expiry import expiry
 from statecore.store.sql.upsert import insert_or_ignore
 
 #: Tables whose rows belong to one session through ``session_pk``. They are deleted
@@ -80,9 +82,11 @@ class SqlSessionStore(SessionStore):
         row = await self._ctx.session_row(ref, lock=True)
         now = self._ctx.now
         if row.last_accessed != now:
-            await self._ctx.update_session(
-                row, last_accessed=now, expires_at=expiry(now, row.ttl_seconds)
-            )
+            values: dict[str, Any] = {"last_accessed": now}
+            expires_at = expiry(now, row.ttl_seconds)
+            if expires_at != row.expires_at:  # unchanged, it stays out of the UPDATE
+                values["expires_at"] = expires_at
+            await self._ctx.update_session(row, **values)
 
     async def list(
         self,
