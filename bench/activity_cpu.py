@@ -11,7 +11,11 @@ activity as an AgentSession turn does (``generate`` with a commit: context read,
 model, commit of the user message, reply and turn record) through temporalio's
 ``ActivityEnvironment``, on a fresh database and one session: warm-up turns, then
 ``--turns`` measured turns. Its CPU time (``time.process_time``: every thread, the SQLite
-connection's included) divided by the turns is one value. The SQL statements per turn are
+connection's included) divided by the turns is one value; beside it, the wall time per turn
+and, on PostgreSQL, the CPU per turn of the database's backends (``/proc``, by their process
+titles), the WAL bytes the server wrote per turn and the size of the session headers' table
+with its indexes after the run (no vacuum runs meanwhile), each with its own paired
+difference. The SQL statements per turn are
 counted over 20 more turns afterwards, since listening to statements would send each through
 SQLAlchemy's execution instead of the direct path a worker takes. ``--turn state`` drives
 the state-only turn's activity instead (bench/state_turns.py): ``commit_turn`` of one
@@ -46,13 +50,13 @@ RESULTS = ROOT / "bench" / "results"
 
 # One measured run, in a fresh interpreter with ``code`` first on sys.path. Prints JSON.
 _CHILD = r"""
-import asyncio, json, sys, time
+import asyncio, json, os, sys, time
 code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kind = sys.argv[5]
 sys.path.insert(0, code)
 import statecore
 assert statecore.__file__.startswith(code), statecore.__file__
-from sqlalchemy import event
+from sqlalchemy import event, text
 from temporalio.testing import ActivityEnvironment
 from statecore.activities.resources import WorkerResources
 from statecore.activities.turns import TurnActivities
@@ -64,6 +68,40 @@ from statecore.store.sql import SqlStateStore
 
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
 REF = SessionRef(namespace="default", agent_id="bench", session_id="activity-cpu")
+DATABASE = url.rsplit("/", 1)[1].split("?")[0].encode() if url.startswith("postgresql") else None
+TICK = os.sysconf("SC_CLK_TCK")
+
+async def wal_position(store):
+    # Bytes of WAL the server has written so far (the whole server's; nothing else runs).
+    if DATABASE is None:
+        return 0
+    async with store.engine.connect() as conn:
+        found = await conn.execute(text("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"))
+        return int(found.scalar_one())
+
+async def header_table_bytes(store):
+    # The session headers' table with its indexes (no vacuum runs meanwhile).
+    if DATABASE is None:
+        return 0
+    async with store.engine.connect() as conn:
+        found = await conn.execute(text("SELECT pg_total_relation_size('statecore_sessions')"))
+        return int(found.scalar_one())
+
+def server_cpu():
+    # CPU seconds of the PostgreSQL backends serving this database (found by their process
+    # titles, as bench/process_cpu.py finds them); 0 on SQLite.
+    if DATABASE is None:
+        return 0.0
+    used = 0.0
+    for pid in os.listdir("/proc"):
+        try:
+            title = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").split()
+            if title[:1] == [b"postgres:"] and DATABASE in title:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                used += (int(fields[11]) + int(fields[12])) / TICK
+        except (OSError, ValueError):
+            continue
+    return used
 
 async def main():
     await upgrade_database(url)
@@ -86,10 +124,15 @@ async def main():
         await env.run(activities.generate, GenerateInput(ref=REF, turn_id=turn_id, commit=commit))
     for n in range(1, warmup + 1):
         await turn(n)
-    cpu = time.process_time()
+    wal = await wal_position(store)
+    server = server_cpu()
+    cpu, wall = time.process_time(), time.perf_counter()
     for n in range(warmup + 1, warmup + turns + 1):
         await turn(n)
-    cpu = time.process_time() - cpu
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    server = server_cpu() - server
+    wal = await wal_position(store) - wal
+    header_bytes = await header_table_bytes(store)
     # Statements are counted after the timed turns: a statement listener sends every
     # statement through SQLAlchemy's execution (statecore/store/sql/direct.py).
     event.listen(store.engine.sync_engine, "before_cursor_execute", count)
@@ -98,6 +141,10 @@ async def main():
         await turn(n)
     await store.close()
     print(json.dumps({"cpu_ms_per_turn": 1000 * cpu / turns,
+                      "wall_ms_per_turn": 1000 * wall / turns,
+                      "postgresql_cpu_ms_per_turn": 1000 * server / turns,
+                      "wal_bytes_per_turn": wal / turns,
+                      "sessions_table_bytes": header_bytes,
                       "statements_per_turn": statements[0] / counted}))
 
 asyncio.run(main())
@@ -175,6 +222,17 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
     cpu = {n: [g[n]["cpu_ms_per_turn"] for g in runs] for n in ("before", "after")}
+
+    def paired(what: str) -> dict[str, Any]:
+        values = {n: [g[n][what] for g in runs] for n in ("before", "after")}
+        return {
+            "before": summary(values["before"]),
+            "after": summary(values["after"]),
+            "after_minus_before": summary(
+                [a - b for b, a in zip(values["before"], values["after"], strict=True)]
+            ),
+        }
+
     result: dict[str, Any] = {
         "db": a.db,
         "what": (
@@ -194,6 +252,16 @@ def main(argv: list[str] | None = None) -> None:
         ),
         "after_over_before": round(
             statistics.fmean(cpu["after"]) / statistics.fmean(cpu["before"]), 3
+        ),
+        "wall_ms_per_turn": paired("wall_ms_per_turn"),
+        **(
+            {
+                "postgresql_cpu_ms_per_turn": paired("postgresql_cpu_ms_per_turn"),
+                "wal_bytes_per_turn": paired("wal_bytes_per_turn"),
+                "sessions_table_bytes": paired("sessions_table_bytes"),
+            }
+            if a.db == "postgresql"
+            else {}
         ),
         "statements_per_turn": {
             n: round(statistics.fmean(g[n]["statements_per_turn"] for g in runs), 2)
