@@ -71,21 +71,18 @@ REF = SessionRef(namespace="default", agent_id="bench", session_id="activity-cpu
 DATABASE = url.rsplit("/", 1)[1].split("?")[0].encode() if url.startswith("postgresql") else None
 TICK = os.sysconf("SC_CLK_TCK")
 
-async def wal_position(store):
-    # Bytes of WAL the server has written so far (the whole server's; nothing else runs).
+async def server_number(store, query):
+    # One number from PostgreSQL (0 on SQLite): "wal", the bytes of WAL the server has
+    # written so far (the whole server's; nothing else runs), or "headers", the session
+    # headers' table with its indexes (no vacuum runs meanwhile).
     if DATABASE is None:
         return 0
+    sql = {
+        "wal": "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')",
+        "headers": "SELECT pg_total_relation_size('statecore_sessions')",
+    }[query]
     async with store.engine.connect() as conn:
-        found = await conn.execute(text("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"))
-        return int(found.scalar_one())
-
-async def header_table_bytes(store):
-    # The session headers' table with its indexes (no vacuum runs meanwhile).
-    if DATABASE is None:
-        return 0
-    async with store.engine.connect() as conn:
-        found = await conn.execute(text("SELECT pg_total_relation_size('statecore_sessions')"))
-        return int(found.scalar_one())
+        return int((await conn.execute(text(sql))).scalar_one())
 
 def server_cpu():
     # CPU seconds of the PostgreSQL backends serving this database (found by their process
@@ -124,15 +121,15 @@ async def main():
         await env.run(activities.generate, GenerateInput(ref=REF, turn_id=turn_id, commit=commit))
     for n in range(1, warmup + 1):
         await turn(n)
-    wal = await wal_position(store)
+    wal = await server_number(store, "wal")
     server = server_cpu()
     cpu, wall = time.process_time(), time.perf_counter()
     for n in range(warmup + 1, warmup + turns + 1):
         await turn(n)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     server = server_cpu() - server
-    wal = await wal_position(store) - wal
-    header_bytes = await header_table_bytes(store)
+    wal = await server_number(store, "wal") - wal
+    header_bytes = await server_number(store, "headers")
     # Statements are counted after the timed turns: a statement listener sends every
     # statement through SQLAlchemy's execution (statecore/store/sql/direct.py).
     event.listen(store.engine.sync_engine, "before_cursor_execute", count)
