@@ -127,6 +127,8 @@ async def run(rounds: int, turns: int, warmup: int, session_turns: int) -> dict[
     pg_url = await create_database("postgresql", "share")
     database = pg_url.rsplit("/", 1)[1].split("?")[0]
     stores: list[SqlStateStore] = []
+    # VACUUM cannot run inside a transaction block: its own engine, in autocommit.
+    maintenance = create_async_engine(pg_url, isolation_level="AUTOCOMMIT")
     try:
         with TemporaryDirectory(prefix="statecore-pg-share-") as tmp:
             sqlite_url = f"sqlite+aiosqlite:///{tmp}/share.db"
@@ -148,7 +150,6 @@ async def run(rounds: int, turns: int, warmup: int, session_turns: int) -> dict[
             ]
             for v in variants:
                 await v.block(warmup, record=False)
-            maintenance = create_async_engine(pg_url, isolation_level="AUTOCOMMIT")
             async with maintenance.connect() as conn:
                 autovacuum = (await conn.execute(text("SHOW autovacuum"))).scalar_one()
             for r in range(rounds):
@@ -171,8 +172,8 @@ async def run(rounds: int, turns: int, warmup: int, session_turns: int) -> dict[
                     ),
                     flush=True,
                 )
-            await maintenance.dispose()
     finally:
+        await maintenance.dispose()
         for store in stores:
             await store.close()
         await drop_database(pg_url)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import and_, delete, or_, select, union
 
@@ -81,12 +80,9 @@ class SqlSessionStore(SessionStore):
         check_ref(ref)
         row = await self._ctx.session_row(ref, lock=True)
         now = self._ctx.now
-        if row.last_accessed != now:
-            values: dict[str, Any] = {"last_accessed": now}
-            expires_at = expiry(now, row.ttl_seconds)
-            if expires_at != row.expires_at:  # unchanged, it stays out of the UPDATE
-                values["expires_at"] = expires_at
-            await self._ctx.update_session(row, **values)
+        # Sent now, as the caller asked; what did not change stays out of the UPDATE.
+        self._ctx.touch_session(row, last_accessed=now, expires_at=expiry(now, row.ttl_seconds))
+        await self._ctx.send_touches()
 
     async def list(
         self,
