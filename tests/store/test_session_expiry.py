@@ -7,10 +7,9 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from statecore.core.models import Message, SessionRef
 from statecore.store.migrate import upgrade_database
@@ -84,34 +83,36 @@ async def turn(store: SqlStateStore, turn_id: str) -> None:
         await tx.conversation.append(REF, turn_id, [Message(role="user", content="hello")])
 
 
-def header_updates(store: SqlStateStore) -> list[str]:
-    """Starts recording the UPDATE statements of the sessions table (listening sends every
-    statement through SQLAlchemy's execution, with the same SQL)."""
-    seen: list[str] = []
+async def stored_expiry(store: SqlStateStore) -> datetime:
+    async with store.transaction(read_only=True) as tx:
+        found = await tx.sessions.expired(datetime(9999, 1, 1, tzinfo=UTC), limit=1000)
+    assert REF in found
+    async with store.engine.connect() as conn:
+        value = (
+            await conn.execute(
+                text(
+                    "SELECT expires_at FROM statecore_sessions WHERE namespace = :ns "
+                    "AND agent_id = :agent AND session_id = :session"
+                ),
+                {"ns": REF.namespace, "agent": REF.agent_id, "session": REF.session_id},
+            )
+        ).scalar_one()
+    return value
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        # On PostgreSQL the append's rows ride in the UPDATE as a CTE (WITH ... UPDATE).
-        found, rest = statement.partition("UPDATE statecore_sessions SET ")[1:]
-        if found:
-            seen.append(rest.split(" WHERE ")[0])
 
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    return seen
-
-
-async def test_a_turn_within_the_step_leaves_the_expiry_out_of_its_update(
+async def test_turns_within_the_step_store_the_same_expiry(
     store: SqlStateStore, clock: FakeClock
 ) -> None:
     clock.advance(seconds=60 - clock().second - clock().microsecond / 1e6 + 1)  # hh:mm:01
     await turn(store, "t0")
-    updates = header_updates(store)
+    first = await stored_expiry(store)
     for n in range(1, 5):
         clock.advance(5)
         await turn(store, f"t{n}")
-    assert len(updates) == 4 and not any("expires_at" in u for u in updates), updates
-    clock.advance(60)  # the next step: the expiry moves, once
+        assert await stored_expiry(store) == first
+    clock.advance(60)  # the next step: the expiry moves
     await turn(store, "t5")
-    assert "expires_at" in updates[-1]
+    assert await stored_expiry(store) != first
 
     # The sweep never takes it early, and takes it at most one step late.
     exact = clock() + timedelta(days=1)

@@ -345,15 +345,9 @@ class SqlContext:
 
         A turn's commit touches the session and then advances its log counters: one UPDATE
         instead of two. Only ``expired`` reads these columns back from SQL, and it sends what
-        is pending first (``send_touches``).
-
-        A value the row already holds is not sent: an expiry that stayed within its step
-        (``session_expiry``) leaves the UPDATE without its indexed column."""
-        changed = {name: value for name, value in values.items() if getattr(row, name) != value}
-        if not changed:
-            return
-        self._touches.setdefault(row.id, {}).update(changed)
-        for name, value in changed.items():
+        is pending first (``send_touches``)."""
+        self._touches.setdefault(row.id, {}).update(values)
+        for name, value in values.items():
             setattr(row, name, value)
 
     async def send_touches(self) -> None:

@@ -12,9 +12,8 @@ The stored expiry is the exact one (last access plus the TTL) rounded up to a st
 of the TTL, at most a minute: the turns of an active session within one step store the same
 value, their header updates change no indexed column, and PostgreSQL prunes the old row
 versions in place. A session is never swept before its TTL has passed, and at most one step
-(1/64 of the TTL, a minute at most) after. SQLite and MariaDB rewrite an index entry only
-for a column the UPDATE names, and an unchanged expiry is left out of it
-(``SqlContext.touch_session``).
+(1/64 of the TTL, a minute at most) after. The UPDATE still names the column, so that a
+turn's statements are the same whatever the clock reads; PostgreSQL compares the values.
 """
 
 from __future__ import annotations

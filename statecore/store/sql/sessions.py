@@ -80,9 +80,10 @@ class SqlSessionStore(SessionStore):
         check_ref(ref)
         row = await self._ctx.session_row(ref, lock=True)
         now = self._ctx.now
-        # Sent now, as the caller asked; what did not change stays out of the UPDATE.
-        self._ctx.touch_session(row, last_accessed=now, expires_at=expiry(now, row.ttl_seconds))
-        await self._ctx.send_touches()
+        if row.last_accessed != now:
+            await self._ctx.update_session(
+                row, last_accessed=now, expires_at=expiry(now, row.ttl_seconds)
+            )
 
     async def list(
         self,
