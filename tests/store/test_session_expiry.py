@@ -84,6 +84,8 @@ async def turn(store: SqlStateStore, turn_id: str) -> None:
 
 
 async def stored_expiry(store: SqlStateStore) -> datetime:
+    """The expiry in the session's row as SQL holds it (a transaction sends its header
+    updates before it commits), once the sweep's own query has found the session."""
     async with store.transaction(read_only=True) as tx:
         found = await tx.sessions.expired(datetime(9999, 1, 1, tzinfo=UTC), limit=1000)
     assert REF in found
