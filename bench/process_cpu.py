@@ -4,7 +4,9 @@ worker), the Temporal dev server, and the PostgreSQL backends serving the benchm
 CPU time is what other people's work on a shared machine disturbs least, so it says where a
 turn's cost goes even when wall-clock latency is noisy. Everything is read from
 ``/proc/<pid>/stat`` (utime + stime) except the benchmark's own process
-(``time.process_time``, which is finer than the kernel's clock ticks).
+(``time.process_time``, which is finer than the kernel's clock ticks) and PostgreSQL's
+backends (``/proc/<pid>/schedstat``, in nanoseconds: a backend serves a few milliseconds per
+turn, and a short run's whole share would round to nothing in clock ticks of 10 ms).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PROC = Path("/proc")
+_SCHEDSTAT = (_PROC / "self" / "schedstat").exists()
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,27 @@ def process_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def single_thread_cpu_seconds(pid: int) -> float | None:
+    """Time on a CPU of a single-threaded process, to the nanosecond
+    (``/proc/<pid>/schedstat``'s first field covers the process's one thread; ``/proc/<pid>/stat``
+    counts whole clock ticks). ``process_cpu_seconds`` on a kernel without schedstat; None once
+    the process has exited."""
+    if not _SCHEDSTAT:
+        return process_cpu_seconds(pid)
+    try:
+        raw = (_PROC / str(pid) / "schedstat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(raw.split()[0]) / 1e9
+
+
 class PostgresBackends:
     """The server processes of one PostgreSQL database on this machine.
 
     PostgreSQL names each backend in its process title (``postgres: <cluster>: <user>
     <database> <client> <state>``), so the backends serving the benchmark's database are found
-    by scanning ``/proc`` for that title; the PostgreSQL server is shared with other users of
+    by scanning ``/proc`` for that title (each backend is one single-threaded process, so its
+    schedstat is exact); the PostgreSQL server is shared with other users of
     the machine, and its background processes (WAL writer, checkpointer) are left out because
     they work for every database at once. The first reading sets a baseline for the backends
     it finds; a backend that appears later counts whole (everything it did was for this
@@ -91,7 +109,7 @@ class PostgresBackends:
         """CPU seconds the database's backends used since this object was made."""
         now: dict[int, float] = {}
         for pid in self._backend_pids():
-            used = process_cpu_seconds(pid)
+            used = single_thread_cpu_seconds(pid)
             if used is not None:
                 now[pid] = used
         if self._last is not None:
