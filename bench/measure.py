@@ -153,8 +153,10 @@ class Samples:
     time the turn's processes spent meanwhile."""
 
     latencies: list[float] = field(default_factory=list)
+    #: Measured blocks' wall time, less the pauses between turns (``sequential``'s ``pause``).
     wall_seconds: float = 0.0
     cpu: CpuReading = field(default_factory=CpuReading)
+    paused_seconds: float = 0.0
 
     def summary(self) -> dict[str, float | int]:
         out = summarize(self.latencies, self.wall_seconds)
@@ -167,9 +169,10 @@ class Samples:
     def measuring(self, meter: CpuMeter | None) -> Iterator[None]:
         """Adds the wall and CPU time spent in the block."""
         before = meter.read() if meter else None
+        paused = self.paused_seconds
         start = time.perf_counter()
         yield
-        self.wall_seconds += time.perf_counter() - start
+        self.wall_seconds += time.perf_counter() - start - (self.paused_seconds - paused)
         if meter and before:
             self.cpu = self.cpu + (meter.read_end() - before)
 
@@ -215,10 +218,21 @@ async def sequential(
     count: int,
     into: Samples,
     meter: CpuMeter | None = None,
+    pause: Callable[[], float] | None = None,
 ) -> None:
-    """``count`` turns one after another on one session; adds them to ``into``."""
+    """``count`` turns one after another on one session; adds them to ``into``.
+
+    ``pause``: seconds to wait before each turn (not part of its latency, nor of the block's
+    wall time). Turns sent back to back can fall into step with something periodic on the
+    server's side: on some machines a whole round of regular-activity turns comes out at ~22
+    ms and the next at ~50 ms (bench/README.md, "Pauses between turns"). A random pause gives
+    every turn its own offset from any such clock, as turns arriving from people have."""
     with into.measuring(meter):
         for i in range(count):
+            if pause is not None:
+                asleep = time.perf_counter()
+                await asyncio.sleep(pause())
+                into.paused_seconds += time.perf_counter() - asleep
             into.latencies.append(await timed(scenario.send, session_id, first + i))
 
 

@@ -24,6 +24,7 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
@@ -79,6 +80,8 @@ class Settings:
     session_turns_per_round: int
     warmup_turns: int
     seed: int
+    #: 1 session: each turn waits a random 0 to pause_ms milliseconds first (0: back to back).
+    pause_ms: float
     #: 0: no long session.
     long_turns: int
     long_turns_per_run: int | None
@@ -103,6 +106,13 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         "--session-turns", type=int, help="turns per concurrent session per round (full: 2)"
     )
     p.add_argument("--seed", type=int, default=14, help="seed of the rounds' order")
+    p.add_argument(
+        "--pause-ms",
+        type=float,
+        default=50.0,
+        help="1 session: a uniform random pause of 0 to this many ms before each turn, so turns\n"
+        "do not fall into step with the server's periodic work (0: none)",
+    )
     p.add_argument("--long-turns", type=int, help="turns of the long session")
     p.add_argument(
         "--long-max-minutes",
@@ -144,6 +154,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         session_turns_per_round=a.session_turns or 2,
         warmup_turns=2 if quick else 10,
         seed=a.seed,
+        pause_ms=a.pause_ms,
         # The smoke test runs a short long session too, so that code is exercised.
         long_turns=a.long_turns or (60 if quick else 10_000 if a.long else 0),
         # Quick mode moves runs often so the multi-run accounting is exercised too.
@@ -152,6 +163,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         out=out,
         server_config=server_config,
     )
+    if not 0 <= a.pause_ms <= 10_000:
+        p.error("--pause-ms takes 0 to 10000")
     if min(settings.rounds, settings.concurrent_rounds) < 2 and mode != "long":
         p.error("an interval needs at least two rounds")
     return settings
@@ -268,11 +281,19 @@ async def single_session(b: Bench, s: Settings) -> dict[str, list[Samples]]:
     for sc in b.scenarios:  # opens the session; warms caches
         await sequential(sc, session, 0, s.warmup_turns, Samples())
         await sc.check_placement(b.client, session)
+    # Seeded, so a run can be repeated; every scenario draws from the same distribution.
+    pauses = random.Random(s.seed + 2)
+
+    def pause() -> float:
+        return pauses.uniform(0.0, s.pause_ms / 1000)
+
     for r, order in enumerate(shuffled_rounds(b.scenarios, s.rounds, s.seed)):
         for sc in order:
             first = s.warmup_turns + r * s.turns_per_round
             into = Samples()
-            await sequential(sc, session, first, s.turns_per_round, into, b.meter)
+            await sequential(
+                sc, session, first, s.turns_per_round, into, b.meter, pause if s.pause_ms else None
+            )
             rounds[sc.name].append(into)
         _progress(b, "1 session", r, s.rounds, rounds)
     return rounds
@@ -330,6 +351,8 @@ METHOD = {
     "it), temporal_server = the dev server process, postgresql = the backends of the "
     "benchmark's database (process title), all from /proc",
     "percentiles": "over all measured turns pooled, linear interpolation between ranks",
+    "pause": "1 session: before each measured turn a uniform random pause of 0 to pause_ms "
+    "(settings), left out of its latency and of the block's wall time; its CPU is in the block",
 }
 
 

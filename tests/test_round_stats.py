@@ -94,3 +94,27 @@ def test_server_config_values_are_parsed_and_a_malformed_one_is_refused() -> Non
     for bad in ("no-equals-sign", "=1000", "key="):
         with pytest.raises(SystemExit):
             parse_args(["--server-config", bad])
+
+
+def test_pauses_before_turns_stay_out_of_latency_and_wall_time() -> None:
+    import asyncio
+
+    from bench.measure import Samples, Scenario, sequential
+    from bench.turns import parse_args
+
+    async def send(session_id: str, n: int, turn_id: str) -> None:
+        await asyncio.sleep(0.01)
+
+    scenario = Scenario("s", "a 10 ms turn", send, lambda s: s, "tq")
+    into = Samples()
+    asyncio.run(sequential(scenario, "x", 0, 5, into, pause=lambda: 0.05))
+    assert len(into.latencies) == 5
+    assert all(0.01 <= x < 0.05 for x in into.latencies)
+    assert 0.25 <= into.paused_seconds < 1.0
+    # The block's wall time is the turns' own: five 10 ms turns, not the 250 ms of pauses.
+    assert sum(into.latencies) <= into.wall_seconds < sum(into.latencies) + 0.05
+
+    assert parse_args([]).pause_ms == 50 and parse_args(["--pause-ms", "0"]).pause_ms == 0
+    for bad in ("-1", "10001"):
+        with pytest.raises(SystemExit):
+            parse_args(["--pause-ms", bad])
