@@ -111,7 +111,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         type=float,
         default=50.0,
         help="1 session: a uniform random pause of 0 to this many ms before each turn, so turns\n"
-        "do not fall into step with the server's periodic work (0: none)",
+        "do not fall into step with the server's 50 ms transfer-queue reads (0: none)",
     )
     p.add_argument("--long-turns", type=int, help="turns of the long session")
     p.add_argument(
