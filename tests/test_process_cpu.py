@@ -9,6 +9,7 @@ import time
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -46,7 +47,8 @@ def test_a_single_threaded_process_reads_the_same_in_nanoseconds_and_in_ticks() 
 @pytest.mark.postgres
 async def test_a_few_milliseconds_of_a_backends_work_are_counted() -> None:
     async with fresh_database("postgresql", "cpu") as url:
-        database = url.rsplit("/", 1)[1].split("?")[0]
+        database = make_url(url).database
+        assert database
         engine = create_async_engine(url, poolclass=NullPool)
         try:
             async with engine.connect() as conn:
