@@ -4,12 +4,16 @@ Every case reads the window through a store with the cache and through a second 
 same database without one, after each way the log can change: appends from another process,
 retraction, clearing and writing again (on a clock that stands still, so write times cannot
 tell rows apart), a deleted and re-created session, a moved window start, another budget, and
-a write transaction that rolled back after reading its own rows.
+a write transaction that rolled back after reading its own rows. Each case runs twice: reading
+the window alone, and reading a turn's record first as a turn does, which brings the cached
+window's new rows along in the header's statement (``SqlContext.read_for_turn``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -21,6 +25,13 @@ from statecore.store.sql.window_cache import CachedWindow, WindowCache
 from tests.store.conftest import FakeClock
 
 BUDGET = 10_000
+#: Whether ``_window`` reads a turn's record before the window (set per test, ``_read_style``).
+TURN_READ_FIRST = False
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["window-alone", "after-turn-read"])
+def _read_style(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "TURN_READ_FIRST", request.param)
 
 
 @pytest.fixture
@@ -48,6 +59,8 @@ async def _window(
     store: SqlStateStore, ref: SessionRef, budget: int = BUDGET
 ) -> list[StoredMessage]:
     async with store.transaction(read_only=True) as tx:
+        if TURN_READ_FIRST:
+            assert await tx.turns.get(ref, "a-turn-not-committed") is None
         return await tx.conversation.tail(ref, max_tokens=budget)
 
 
@@ -208,3 +221,30 @@ async def test_a_bad_cache_bound_is_refused(database_url: str | None, bad: objec
         pytest.skip("the window cache belongs to the SQL store")
     with pytest.raises(InvalidLimitError, match="window_cache_messages"):
         await SqlStateStore.connect(database_url, window_cache_messages=bad)  # type: ignore[arg-type]
+
+
+def test_a_window_is_found_by_its_session_key(make_ref) -> None:
+    ref = make_ref("s1")
+    key = (ref.namespace, ref.agent_id, ref.session_id)
+    first = StoredMessage(
+        role="user",
+        content="a",
+        seq=1,
+        turn_id="t1",
+        index=0,
+        tokens=1,
+        cumulative_tokens=1,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    second = first.model_copy(update={"seq": 2, "index": 1})
+    cache = WindowCache(max_messages=10)
+    cache.put(7, CachedWindow(1, (first, second)), key)
+    assert cache.anchor_for(key) == (7, 2)
+    # The session deleted and created again: a new header row under the same key.
+    cache.put(8, CachedWindow(1, (first,)), key)
+    assert cache.anchor_for(key) == (8, 1) and cache.get(7) is None
+    assert cache.held_messages == 1
+    cache.discard(8)
+    assert cache.anchor_for(key) is None and cache.held_messages == 0
+    cache.put(9, CachedWindow(1, (first,)))  # kept without a key: found by primary key only
+    assert cache.anchor_for(key) is None and cache.get(9) is not None

@@ -27,10 +27,9 @@ from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
 from statecore.store.sql import direct
 from statecore.store.sql.schema import hints, messages, sessions, turn_records
-from statecore.store.sql.window_cache import WindowCache
+from statecore.store.sql.window_cache import SessionKey, WindowCache
 
 T = TypeVar("T")
-SessionKey = tuple[str, str, str]
 #: A data-modifying CTE sent with a header UPDATE: its prebuilt builder, its bind parameters.
 Along = tuple[Callable[[], CTE], dict[str, Any]]
 #: The header's column names, as a header row holds them.
@@ -91,6 +90,9 @@ class SqlContext:
         # window start it asked about and the log's running token total before the first
         # message there (None: no such message). See ``window_base``.
         self._window_bases: dict[int, tuple[int, int | None]] = {}
+        # The message rows read_for_turn brought along, by header primary key: the cached
+        # window's anchor seq they start at, and the rows (see ``prefetched_window``).
+        self._prefetched: dict[int, tuple[int, list[dict[str, Any]]]] = {}
 
     @property
     def conn(self) -> AsyncConnection:
@@ -164,15 +166,27 @@ class SqlContext:
         session does not exist), read with what a turn reads next in the same statement:
         the session's header row, kept as an unlocked read, and whether it has any hints,
         so a turn of a session without hints does not list them (``has_no_hints``)."""
-        params = _turn_params(ref, turn_id)
+        params: dict[str, Any] = _turn_params(ref, turn_id)
+        key = (ref.namespace, ref.agent_id, ref.session_id)
         # On SQLite the transaction holds the write lock (or its snapshot) from here on,
         # so whether the turn has messages yet stays true until it writes some itself.
         on_sqlite = self.dialect == "sqlite"
-        found = (await self.execute(select_session_for_turn(on_sqlite), params)).first()
+        anchor = self.windows.anchor_for(key) if self.windows is not None else None
+        if anchor is None:
+            found = (await self.execute(select_session_for_turn(on_sqlite), params)).first()
+        else:
+            # The window this process read last for the session: its rows from the anchor
+            # on come along (``prefetched_window``), one row each beside the header's.
+            params |= {"p_window_pk": anchor[0], "p_window_from": anchor[1]}
+            statement = select_session_for_turn_with_window(on_sqlite)
+            rows = (await self.execute(statement, params)).all()
+            found = rows[0] if rows else None
+            if found is not None and found.id == anchor[0]:
+                self._prefetched[found.id] = (anchor[1], _window_rows(rows))
         if found is None:
             return None  # no such session, so no such turn
         columns = found._mapping
-        row = self.keep_session_row((ref.namespace, ref.agent_id, ref.session_id), columns)
+        row = self.keep_session_row(key, columns)
         if columns[_HAS_HINTS]:
             self._hintless.discard(row.id)
         else:
@@ -214,6 +228,15 @@ class SqlContext:
         if certain and not columns[_HAS_TURN_MESSAGES]:
             self._turns_without_messages.add((row.id, turn_id))
         return row
+
+    def prefetched_window(self, session_pk: int, first_seq: int) -> list[dict[str, Any]] | None:
+        """The session's non-retracted message rows from seq ``first_seq`` on, ascending, as
+        ``read_for_turn`` read them beside the header (one snapshot with it), or None when
+        it read none from there. Taken once: a second read asks SQL again."""
+        found = self._prefetched.pop(session_pk, None)
+        if found is None or found[0] != first_seq:
+            return None
+        return found[1]
 
     def turn_has_no_messages(self, session_pk: int, turn_id: str) -> bool:
         """Whether this transaction saw, holding the session's lock (SQLite's write lock, or
@@ -487,7 +510,9 @@ def _turn_has_messages() -> Any:
     """``EXISTS`` a message of turn ``p_turn_id`` in the session of the selected header."""
     s, m = sessions.c, messages.c
     given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
-    return exists().where(m.session_pk == s.id, given).label(_HAS_TURN_MESSAGES)
+    # Its own ``messages``, also when the outer statement reads the table too.
+    found = exists().where(m.session_pk == s.id, given).correlate_except(messages)
+    return found.label(_HAS_TURN_MESSAGES)
 
 
 @direct.prebuilt
@@ -514,6 +539,44 @@ def select_session_for_turn(turn_messages: bool) -> Select[Any]:
         )
         .where(*_session_key())
     )
+
+
+#: The prefix of the message columns ``select_session_for_turn_with_window`` reads beside the
+#: header's (whose names they share).
+_WINDOW_PREFIX = "window_"
+_WINDOW_COLUMNS = tuple(messages.c.keys())
+
+
+@direct.prebuilt
+def select_session_for_turn_with_window(turn_messages: bool) -> Select[Any]:
+    """``select_session_for_turn`` with, beside it, the session's non-retracted messages from
+    seq ``p_window_from`` on when the header's primary key is ``p_window_pk``: one row per
+    message, ascending (one row with NULL message columns when there is none, or the session
+    is another header row now). A window cached by the process starts there."""
+    s, m = sessions.c, messages.c
+    joined = (
+        (m.session_pk == s.id)
+        & (s.id == bindparam("p_window_pk", type_=s.id.type))
+        & (m.seq >= bindparam("p_window_from", type_=m.seq.type))
+        & m.retracted_at.is_(None)
+    )
+    base = select_session_for_turn(turn_messages)
+    return (
+        base.add_columns(*(m[name].label(_WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS))
+        .select_from(base.get_final_froms()[0].outerjoin(messages, joined))
+        .order_by(m.seq)
+    )
+
+
+def _window_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """The message rows of ``select_session_for_turn_with_window``'s result, as ``messages``
+    rows (by their own column names)."""
+    named = [(name, _WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS]
+    return [
+        {name: columns[label] for name, label in named}
+        for columns in (row._mapping for row in rows)
+        if columns[_WINDOW_PREFIX + "seq"] is not None
+    ]
 
 
 @direct.prebuilt

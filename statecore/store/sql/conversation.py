@@ -200,21 +200,26 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
     ) -> list[StoredMessage]:
         """The window from ``first_seq``, reading only the rows after the cached window's
         newest message when that message proves the cached rows current (window_cache)."""
+        key = (session.namespace, session.agent_id, session.session_id)
         cached = cache.get(session.id)
         if cached is not None and cached.first_seq <= first_seq <= session.last_seq + 1:
             anchor = cached.anchor
-            rows = list(
-                await self._ctx.execute(
-                    _window(), {"p_session_pk": session.id, "p_first_seq": anchor.seq}
-                )
-            )
-            if rows and same_row(anchor, rows[0]._mapping):
+            # The turn's first read may have brought these rows along (read_for_turn).
+            rows = self._ctx.prefetched_window(session.id, anchor.seq)
+            if rows is None:
+                rows = [
+                    row._mapping
+                    for row in await self._ctx.execute(
+                        _window(), {"p_session_pk": session.id, "p_first_seq": anchor.seq}
+                    )
+                ]
+            if rows and same_row(anchor, rows[0]):
                 kept = cached.messages[bisect_left(cached.messages, first_seq, key=_seq) :]
                 window = (*kept, *(stored_message(row) for row in rows[1:]))
-                cache.put(session.id, CachedWindow(first_seq, window))
+                cache.put(session.id, CachedWindow(first_seq, window), key)
                 return list(window)
         found = await self._window_from(session, first_seq)
-        cache.put(session.id, CachedWindow(first_seq, tuple(found)))
+        cache.put(session.id, CachedWindow(first_seq, tuple(found)), key)
         return found
 
     async def retract_last(self, ref: SessionRef) -> StoredMessage | None:

@@ -16,6 +16,11 @@ So when the row at the anchor's ``seq`` is still there, not retracted, and ident
 fields, every cached row is as SQL holds it; otherwise the window is read whole, as without a
 cache. A rolled-back write cannot leave rows here either: only read-only transactions fill it.
 
+A turn's first read (``SqlContext.read_for_turn``) finds the header by the session's key, not
+its primary key, so the cache also knows which key each window was read for (``anchor_for``):
+that read then brings the rows from the anchor on in the same statement, one round trip fewer
+per turn on a server database.
+
 Bounded by the messages and the tokens held in all; the least recently used sessions go first.
 """
 
@@ -28,6 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from statecore.core.models import StoredMessage
+
+#: A session's key: (namespace, agent id, session id).
+SessionKey = tuple[str, str, str]
 
 #: Messages kept across all sessions by default: 50 sessions with windows of 400 messages.
 DEFAULT_WINDOW_CACHE_MESSAGES = 20_000
@@ -79,6 +87,9 @@ class WindowCache:
         self.max_messages = max_messages
         self.max_tokens = max_tokens
         self._windows: OrderedDict[int, CachedWindow] = OrderedDict()
+        # The session key each window was read for, both ways (``anchor_for``).
+        self._pk_by_key: dict[SessionKey, int] = {}
+        self._key_by_pk: dict[int, SessionKey] = {}
         self._held = 0
         self._held_tokens = 0
 
@@ -88,12 +99,27 @@ class WindowCache:
             self._windows.move_to_end(session_pk)
         return found
 
-    def put(self, session_pk: int, window: CachedWindow) -> None:
+    def anchor_for(self, key: SessionKey) -> tuple[int, int] | None:
+        """``(header primary key, the anchor's seq)`` of the window cached for the session
+        ``key``, without counting as a use: the caller reads from there, then ``get``s it."""
+        session_pk = self._pk_by_key.get(key)
+        if session_pk is None:
+            return None
+        return session_pk, self._windows[session_pk].anchor.seq
+
+    def put(self, session_pk: int, window: CachedWindow, key: SessionKey | None = None) -> None:
+        """Keep ``window`` of the header row ``session_pk``; ``key``, the session's key, lets a
+        read by key find it (``anchor_for``)."""
         self.discard(session_pk)
+        if key is not None and key in self._pk_by_key:
+            self.discard(self._pk_by_key[key])  # the session was deleted and created again
         size = len(window.messages)
         if not size or size > self.max_messages or window.tokens > self.max_tokens:
             return
         self._windows[session_pk] = window
+        if key is not None:
+            self._pk_by_key[key] = session_pk
+            self._key_by_pk[session_pk] = key
         self._held += size
         self._held_tokens += window.tokens
         while self._held > self.max_messages or self._held_tokens > self.max_tokens:
@@ -101,6 +127,9 @@ class WindowCache:
 
     def discard(self, session_pk: int) -> None:
         gone = self._windows.pop(session_pk, None)
+        key = self._key_by_pk.pop(session_pk, None)
+        if key is not None:
+            del self._pk_by_key[key]
         if gone is not None:
             self._held -= len(gone.messages)
             self._held_tokens -= gone.tokens
