@@ -12,10 +12,10 @@ model, commit of the user message, reply and turn record) through temporalio's
 ``ActivityEnvironment``, on a fresh database and one session: warm-up turns, then
 ``--turns`` measured turns. Its CPU time (``time.process_time``: every thread, the SQLite
 connection's included) divided by the turns is one value; beside it, the wall time per turn
-and, on PostgreSQL, the CPU per turn of the database's backends (``/proc``, by their process
-titles), the WAL bytes the server wrote per turn and the size of the session headers' table
-with its indexes after the run (no vacuum runs meanwhile), each with its own paired
-difference. The SQL statements per turn are
+and, on PostgreSQL, the CPU per turn of the database's backends (``bench/process_cpu.py``'s
+``PostgresBackends``), the WAL bytes the server wrote per turn and the size of the session
+headers' table with its indexes after the run (no vacuum runs meanwhile), each with its own
+paired difference. The SQL statements per turn are
 counted over 20 more turns afterwards, since listening to statements would send each through
 SQLAlchemy's execution instead of the direct path a worker takes. ``--turn state`` drives
 the state-only turn's activity instead (bench/state_turns.py): ``commit_turn`` of one
@@ -50,13 +50,18 @@ RESULTS = ROOT / "bench" / "results"
 
 # One measured run, in a fresh interpreter with ``code`` first on sys.path. Prints JSON.
 _CHILD = r"""
-import asyncio, json, os, sys, time
+import asyncio, importlib.util, json, os, sys, time
 code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kind = sys.argv[5]
+# bench/process_cpu.py of this checkout, loaded by its path: ``code`` alone is on sys.path.
+spec = importlib.util.spec_from_file_location("process_cpu", sys.argv[6])
+process_cpu = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(process_cpu)
 sys.path.insert(0, code)
 import statecore
 assert statecore.__file__.startswith(code), statecore.__file__
 from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
 from temporalio.testing import ActivityEnvironment
 from statecore.activities.resources import WorkerResources
 from statecore.activities.turns import TurnActivities
@@ -68,8 +73,8 @@ from statecore.store.sql import SqlStateStore
 
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
 REF = SessionRef(namespace="default", agent_id="bench", session_id="activity-cpu")
-DATABASE = url.rsplit("/", 1)[1].split("?")[0].encode() if url.startswith("postgresql") else None
-TICK = os.sysconf("SC_CLK_TCK")
+DATABASE = make_url(url).database if url.startswith("postgresql") else None
+BACKENDS = process_cpu.PostgresBackends(DATABASE) if DATABASE else None
 
 async def server_number(store, query):
     # One number from PostgreSQL (0 on SQLite): "wal", the bytes of WAL the server has
@@ -85,20 +90,9 @@ async def server_number(store, query):
         return int((await conn.execute(text(sql))).scalar_one())
 
 def server_cpu():
-    # CPU seconds of the PostgreSQL backends serving this database (found by their process
-    # titles, as bench/process_cpu.py finds them); 0 on SQLite.
-    if DATABASE is None:
-        return 0.0
-    used = 0.0
-    for pid in os.listdir("/proc"):
-        try:
-            title = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").split()
-            if title[:1] == [b"postgres:"] and DATABASE in title:
-                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-                used += (int(fields[11]) + int(fields[12])) / TICK
-        except (OSError, ValueError):
-            continue
-    return used
+    # CPU seconds of the PostgreSQL backends serving this database, since the first reading
+    # (bench/process_cpu.py, in nanoseconds); 0 on SQLite.
+    return BACKENDS.cpu_seconds() if BACKENDS is not None else 0.0
 
 async def main():
     await upgrade_database(url)
@@ -153,7 +147,17 @@ def one_run(code: Path, db: str, warmup: int, turns: int, kind: str) -> dict[str
         url = asyncio.run(_database(db, Path(tmp)))
         try:
             done = subprocess.run(
-                [sys.executable, "-c", _CHILD, str(code), url, str(warmup), str(turns), kind],
+                [
+                    sys.executable,
+                    "-c",
+                    _CHILD,
+                    str(code),
+                    url,
+                    str(warmup),
+                    str(turns),
+                    kind,
+                    str(ROOT / "bench" / "process_cpu.py"),
+                ],
                 capture_output=True,
                 text=True,
                 timeout=1800,

@@ -51,6 +51,7 @@ from tempfile import TemporaryDirectory  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sqlalchemy import text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 from temporalio.testing import ActivityEnvironment  # noqa: E402
 
@@ -125,7 +126,7 @@ async def run(rounds: int, turns: int, warmup: int, session_turns: int) -> dict[
         raise SystemExit(f"postgresql is not reachable: {reason}")
     load_start = os.getloadavg()[0]
     pg_url = await create_database("postgresql", "share")
-    database = pg_url.rsplit("/", 1)[1].split("?")[0]
+    database = str(make_url(pg_url).database)
     stores: list[SqlStateStore] = []
     # VACUUM cannot run inside a transaction block: its own engine, in autocommit.
     maintenance = create_async_engine(pg_url, isolation_level="AUTOCOMMIT")

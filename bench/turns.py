@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field  # noqa: E402
 from tempfile import TemporaryDirectory  # noqa: E402
 from typing import Any  # noqa: E402
 
+from sqlalchemy.engine import make_url  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
@@ -250,7 +251,7 @@ async def set_up(stack: AsyncExitStack, address: str, tmp: Path, meter: CpuMeter
     if reason is None:
         pg_url = await create_database("postgresql", "bench")
         stack.push_async_callback(drop_database, pg_url)
-        meter.attach_postgres(pg_url.rsplit("/", 1)[1].split("?")[0])
+        meter.attach_postgres(str(make_url(pg_url).database))
         _, pg_sessions = await start_worker(stack, address, pg_url)
         scenarios.append(
             agent_scenario(
