@@ -55,7 +55,7 @@ code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.a
 kind = sys.argv[5]
 # bench/process_cpu.py of this checkout, loaded by its path: ``code`` alone is on sys.path.
 spec = importlib.util.spec_from_file_location("process_cpu", sys.argv[6])
-process_cpu = importlib.util.module_from_spec(spec)
+process_cpu = sys.modules["process_cpu"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(process_cpu)
 sys.path.insert(0, code)
 import statecore
