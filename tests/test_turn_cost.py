@@ -108,7 +108,7 @@ async def test_a_turn_costs_the_same_statements_at_any_length(store: SqlStateSto
     for read in (early[0], late[0]):
         assert len(read) == 1, read
         assert "statecore_turn_records" in read[0] and "statecore_hints" in read[0]
-        assert "LEFT OUTER JOIN statecore_messages" in read[0]
+        assert "statecore_window_rows" in read[0]
     for transaction in late:
         headers = [s for s in transaction if s.startswith("SELECT statecore_sessions.")]
         assert len(headers) == 1, transaction

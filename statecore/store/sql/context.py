@@ -523,22 +523,20 @@ def select_session_for_turn(turn_messages: bool) -> Select[Any]:
     has messages, which an append that follows then need not look up."""
     s, r, h = sessions.c, turn_records.c, hints.c
     extra = [_turn_has_messages()] if turn_messages else []
-    return (
-        select(
-            sessions,
-            r.record.label(_TURN_RECORD),
-            exists().where(h.session_pk == s.id).label(_HAS_HINTS),
-            *extra,
-        )
-        .select_from(
-            sessions.outerjoin(
-                turn_records,
-                (r.session_pk == s.id)
-                & (r.turn_id == bindparam("p_turn_id", type_=r.turn_id.type)),
-            )
-        )
-        .where(*_session_key())
+    # A subquery on the record's whole primary key, which PostgreSQL looks up by that key
+    # with or without statistics (as an outer join, a table never analyzed was scanned
+    # whole: every session's records, on every turn).
+    record = (
+        select(r.record)
+        .where(r.session_pk == s.id, r.turn_id == bindparam("p_turn_id", type_=r.turn_id.type))
+        .scalar_subquery()
     )
+    return select(
+        sessions,
+        record.label(_TURN_RECORD),
+        exists().where(h.session_pk == s.id).label(_HAS_HINTS),
+        *extra,
+    ).where(*_session_key())
 
 
 #: The prefix of the message columns ``select_session_for_turn_with_window`` reads beside the
@@ -554,17 +552,27 @@ def select_session_for_turn_with_window(turn_messages: bool) -> Select[Any]:
     message, ascending (one row with NULL message columns when there is none, or the session
     is another header row now). A window cached by the process starts there."""
     s, m = sessions.c, messages.c
-    joined = (
-        (m.session_pk == s.id)
-        & (s.id == bindparam("p_window_pk", type_=s.id.type))
-        & (m.seq >= bindparam("p_window_from", type_=m.seq.type))
-        & m.retracted_at.is_(None)
+    window_pk = bindparam("p_window_pk", type_=s.id.type)
+    # A derived table with its own ORDER BY, which PostgreSQL plans on its own (it does not
+    # merge such a subquery into the join): the primary key's range from (session, seq) on,
+    # as the window's own read, whatever statistics the tables have. Merged into the join,
+    # PostgreSQL without statistics may take another index on the session and filter every
+    # row of its log.
+    rows = (
+        select(*(m[name].label(_WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS))
+        .where(
+            m.session_pk == window_pk,
+            m.seq >= bindparam("p_window_from", type_=m.seq.type),
+            m.retracted_at.is_(None),
+        )
+        .order_by(m.seq)
+        .subquery("statecore_window_rows")
     )
     base = select_session_for_turn(turn_messages)
     return (
-        base.add_columns(*(m[name].label(_WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS))
-        .select_from(base.get_final_froms()[0].outerjoin(messages, joined))
-        .order_by(m.seq)
+        base.add_columns(*rows.c)
+        .select_from(base.get_final_froms()[0].outerjoin(rows, s.id == window_pk))
+        .order_by(rows.c[_WINDOW_PREFIX + "seq"])
     )
 
 
