@@ -164,8 +164,10 @@ class SqlContext:
     async def read_for_turn(self, ref: SessionRef, turn_id: str) -> str | None:
         """The stored record of ``turn_id`` (None if the turn never committed, or the
         session does not exist), read with what a turn reads next in the same statement:
-        the session's header row, kept as an unlocked read, and whether it has any hints,
-        so a turn of a session without hints does not list them (``has_no_hints``)."""
+        the session's header row, kept as an unlocked read, whether it has any hints, so a
+        turn of a session without hints does not list them (``has_no_hints``), and, when
+        this process holds a window of the session, the rows from that window's newest
+        message on, which the window read then takes (``prefetched_window``)."""
         params: dict[str, Any] = _turn_params(ref, turn_id)
         key = (ref.namespace, ref.agent_id, ref.session_id)
         # On SQLite the transaction holds the write lock (or its snapshot) from here on,
