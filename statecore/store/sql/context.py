@@ -165,15 +165,20 @@ class SqlContext:
         """The stored record of ``turn_id`` (None if the turn never committed, or the
         session does not exist), read with what a turn reads next in the same statement:
         the session's header row, kept as an unlocked read, whether it has any hints, so a
-        turn of a session without hints does not list them (``has_no_hints``), and, when
-        this process holds a window of the session, the rows from that window's newest
-        message on, which the window read then takes (``prefetched_window``)."""
+        turn of a session without hints does not list them (``has_no_hints``), and, on a
+        server database when this process holds a window of the session, the rows from that
+        window's newest message on, which the window read then takes (``prefetched_window``)."""
         params: dict[str, Any] = _turn_params(ref, turn_id)
         key = (ref.namespace, ref.agent_id, ref.session_id)
         # On SQLite the transaction holds the write lock (or its snapshot) from here on,
         # so whether the turn has messages yet stays true until it writes some itself.
         on_sqlite = self.dialect == "sqlite"
-        anchor = self.windows.anchor_for(key) if self.windows is not None else None
+        # The window's rows ride along only where a statement is a round trip to a server:
+        # on SQLite the two reads run in this process, and the joined one costs more
+        # (45 us against 11 + 20 us, bench/README.md, "A turn's context read in one
+        # statement").
+        windows = None if on_sqlite else self.windows
+        anchor = windows.anchor_for(key) if windows is not None else None
         if anchor is None:
             found = (await self.execute(select_session_for_turn(on_sqlite), params)).first()
         else:
