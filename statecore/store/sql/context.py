@@ -185,7 +185,7 @@ class SqlContext:
             # The window this process read last for the session: its rows from the anchor
             # on come along (``prefetched_window``), one row each beside the header's.
             params |= {"p_window_pk": anchor[0], "p_window_from": anchor[1]}
-            statement = select_session_for_turn_with_window(on_sqlite)
+            statement = select_session_for_turn_with_window()
             rows = (await self.execute(statement, params)).all()
             found = rows[0] if rows else None
             if found is not None and found.id == anchor[0]:
@@ -553,11 +553,12 @@ _WINDOW_COLUMNS = tuple(messages.c.keys())
 
 
 @direct.prebuilt
-def select_session_for_turn_with_window(turn_messages: bool) -> Select[Any]:
-    """``select_session_for_turn`` with, beside it, the session's non-retracted messages from
-    seq ``p_window_from`` on when the header's primary key is ``p_window_pk``: one row per
-    message, ascending (one row with NULL message columns when there is none, or the session
-    is another header row now). A window cached by the process starts there."""
+def select_session_for_turn_with_window() -> Select[Any]:
+    """``select_session_for_turn(False)`` (PostgreSQL, MariaDB) with, beside it, the
+    session's non-retracted messages from seq ``p_window_from`` on when the header's primary
+    key is ``p_window_pk``: one row per message, ascending (one row with NULL message
+    columns when there is none, or the session is another header row now). A window cached
+    by the process starts there."""
     s, m = sessions.c, messages.c
     window_pk = bindparam("p_window_pk", type_=s.id.type)
     # A derived table with its own ORDER BY, which PostgreSQL plans on its own (it does not
@@ -575,7 +576,7 @@ def select_session_for_turn_with_window(turn_messages: bool) -> Select[Any]:
         .order_by(m.seq)
         .subquery("statecore_window_rows")
     )
-    base = select_session_for_turn(turn_messages)
+    base = select_session_for_turn(False)
     return (
         base.add_columns(*rows.c)
         .select_from(base.get_final_froms()[0].outerjoin(rows, s.id == window_pk))
