@@ -147,3 +147,69 @@ async def test_a_state_only_commit_costs_a_fixed_set_of_statements(
             counted = log.groups
     assert len(counted) == 1, counted  # one transaction
     assert len(counted[0]) == STATE_COMMIT_STATEMENTS[store.dialect], counted[0]
+
+
+class StatementsWithParameters:
+    """The statements the store sends while the block runs, with their driver parameters."""
+
+    def __init__(self, store: SqlStateStore) -> None:
+        self._engine = store.engine.sync_engine
+        self.sent: list[tuple[str, Any]] = []
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        self.sent.append((statement, params))
+
+    def __enter__(self) -> StatementsWithParameters:
+        event.listen(self._engine, "before_cursor_execute", self._statement)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._statement)
+
+
+def _message_scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes of an EXPLAIN (FORMAT JSON) plan that read ``statecore_messages``."""
+    found = [plan] if plan.get("Relation Name") == "statecore_messages" else []
+    for child in plan.get("Plans", []):
+        found += _message_scans(child)
+    return found
+
+
+@pytest.mark.postgres
+async def test_a_turn_seeks_its_messages_in_tables_never_analyzed() -> None:
+    """Without statistics (a table autovacuum has not analyzed yet, a server without
+    autovacuum) PostgreSQL plans by the statements' shape alone. Every read a turn sends,
+    and an append's lookup of the turn's stored messages, reads only the rows it needs: none
+    filters the session's other messages, however long its log (600 messages here)."""
+    async with fresh_database("postgresql", "plans") as url:
+        await upgrade_database(url)
+        store = await SqlStateStore.connect(url)
+        try:
+            resources = WorkerResources(models={"default": OfflineModel()})
+            resources.attach(store)
+            activities = TurnActivities(resources)
+            seed = [Message(role="user", content=f"earlier message {i}") for i in range(600)]
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+                await tx.conversation.append(REF, "seed", seed)
+            for n in range(1, 4):
+                await _turn(activities, n)
+            with StatementsWithParameters(store) as log:
+                assert not (await _turn(activities, 4)).commit.duplicate  # type: ignore[union-attr]
+                assert (await _turn(activities, 4)).commit.duplicate  # type: ignore[union-attr]
+                async with store.transaction() as tx:  # a plain append looks the turn up
+                    await tx.conversation.append(REF, "extra", [Message(role="user", content="x")])
+            reads = [(s, p) for s, p in log.sent if s.lstrip().upper().startswith("SELECT")]
+            assert len(reads) >= 4, log.sent
+            async with store.engine.connect() as conn:
+                for statement, parameters in reads:
+                    explained = await conn.exec_driver_sql(
+                        f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", parameters
+                    )
+                    plan = explained.scalar_one()[0]["Plan"]  # JSON, decoded by the driver
+                    for scan in _message_scans(plan):
+                        assert scan.get("Rows Removed by Filter", 0) == 0, (statement, scan)
+                        assert scan["Actual Rows"] * scan["Actual Loops"] <= 10, (statement, scan)
+                await conn.rollback()  # EXPLAIN ANALYZE ran the locking reads
+        finally:
+            await store.close()

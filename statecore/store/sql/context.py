@@ -514,12 +514,23 @@ assert not {_TURN_RECORD, _HAS_HINTS, _HAS_TURN_MESSAGES, _SNAPSHOT_IS_CURRENT} 
 
 
 def _turn_has_messages() -> Any:
-    """``EXISTS`` a message of turn ``p_turn_id`` in the session of the selected header."""
+    """Whether turn ``p_turn_id`` has a message in the session of the selected header."""
     s, m = sessions.c, messages.c
     given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
-    # Its own ``messages``, also when the outer statement reads the table too.
-    found = exists().where(m.session_pk == s.id, given).correlate_except(messages)
-    return found.label(_HAS_TURN_MESSAGES)
+    # The turn's first index, not EXISTS: its ORDER BY is the (session, turn, index) key's
+    # order, so PostgreSQL seeks that key with or without statistics. As EXISTS, a table
+    # never analyzed was read through the (session, cumulative tokens) index instead,
+    # filtering every message of the session on every commit. Its own ``messages``, also
+    # when the outer statement reads the table too.
+    first = (
+        select(m.idx)
+        .where(m.session_pk == s.id, given)
+        .order_by(m.idx)
+        .limit(1)
+        .correlate_except(messages)
+        .scalar_subquery()
+    )
+    return first.is_not(None).label(_HAS_TURN_MESSAGES)
 
 
 @direct.prebuilt

@@ -358,13 +358,20 @@ def _turn_indexes() -> Select[Any]:
     """A turn's stored messages in an index range: every commit looks them up before its
     insert, so a retried append stores nothing twice."""
     c = message_table.c
-    return select(message_table).where(
-        c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
-        c.turn_id == bindparam("p_turn_id", type_=c.turn_id.type),
-        c.idx.between(
-            bindparam("p_first_index", type_=c.idx.type),
-            bindparam("p_last_index", type_=c.idx.type),
-        ),
+    # Ordered as the (session, turn, index) key, so PostgreSQL seeks that key also in a
+    # table never analyzed (unordered, it may take the (session, cumulative tokens) index
+    # and filter every message of the session).
+    return (
+        select(message_table)
+        .where(
+            c.session_pk == bindparam("p_session_pk", type_=c.session_pk.type),
+            c.turn_id == bindparam("p_turn_id", type_=c.turn_id.type),
+            c.idx.between(
+                bindparam("p_first_index", type_=c.idx.type),
+                bindparam("p_last_index", type_=c.idx.type),
+            ),
+        )
+        .order_by(c.idx)
     )
 
 
