@@ -4,6 +4,7 @@
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --db postgresql
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --rounds 2 --turns 30   # smoke
     .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --turn state   # commit_turn alone
+    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --log-messages 20000   # a long log
 
 The worker's CPU per turn (bench/cpu_per_turn.py) is mostly Temporal's own machinery, which
 hides statecore's share in its noise. Here each run is a fresh process that drives the turn
@@ -52,7 +53,7 @@ RESULTS = ROOT / "bench" / "results"
 _CHILD = r"""
 import asyncio, importlib.util, json, os, sys, time
 code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-kind = sys.argv[5]
+kind, log_messages = sys.argv[5], int(sys.argv[7])
 # bench/process_cpu.py of this checkout, loaded by its path: ``code`` alone is on sys.path.
 spec = importlib.util.spec_from_file_location("process_cpu", sys.argv[6])
 process_cpu = sys.modules["process_cpu"] = importlib.util.module_from_spec(spec)
@@ -103,6 +104,15 @@ async def main():
     resources = WorkerResources(models={"default": OfflineModel()})
     resources.attach(store)
     activities, env = TurnActivities(resources), ActivityEnvironment()
+    if log_messages:
+        # A long log before the first turn, appended 1,000 messages at a time: what a turn
+        # costs deep into a session, without running every turn that would lead there.
+        for first in range(0, log_messages, 1000):
+            size = min(1000, log_messages - first)
+            earlier = [Message(role="user", content=CONTENT.format(n=-i)) for i in range(size)]
+            async with store.transaction() as tx:
+                await tx.sessions.ensure(REF)
+                await tx.conversation.append(REF, f"earlier-{first}", earlier)
     async def turn(n):
         turn_id = f"turn-{n:06d}"
         user = Message(role="user", content=CONTENT.format(n=n))
@@ -142,7 +152,9 @@ asyncio.run(main())
 """
 
 
-def one_run(code: Path, db: str, warmup: int, turns: int, kind: str) -> dict[str, float]:
+def one_run(
+    code: Path, db: str, warmup: int, turns: int, kind: str, log_messages: int = 0
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="statecore-activity-") as tmp:
         url = asyncio.run(_database(db, Path(tmp)))
         try:
@@ -157,6 +169,7 @@ def one_run(code: Path, db: str, warmup: int, turns: int, kind: str) -> dict[str
                     str(turns),
                     kind,
                     str(ROOT / "bench" / "process_cpu.py"),
+                    str(log_messages),
                 ],
                 capture_output=True,
                 text=True,
@@ -204,6 +217,12 @@ def main(argv: list[str] | None = None) -> None:
         default="chat",
         help="chat: generate with its commit; state: commit_turn of a message and a KV put",
     )
+    p.add_argument(
+        "--log-messages",
+        type=int,
+        default=0,
+        help="messages already in the session's log before the first turn (default 0)",
+    )
     p.add_argument("--out", type=Path, help="default: bench/results/activity_cpu_<db>.json")
     a = p.parse_args(argv)
     if a.rounds < 2:
@@ -214,7 +233,8 @@ def main(argv: list[str] | None = None) -> None:
         for r in range(a.rounds):
             order = round_order(r)
             got = {
-                name: one_run(versions[name], a.db, a.warmup, a.turns, a.turn) for name in order
+                name: one_run(versions[name], a.db, a.warmup, a.turns, a.turn, a.log_messages)
+                for name in order
             }
             runs.append(got)
             print(
@@ -246,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         "rounds": a.rounds,
         "turns_per_run": a.turns,
         "warmup_turns": a.warmup,
+        "log_messages_before_first_turn": a.log_messages,
         "before": summary(cpu["before"]),
         "after": summary(cpu["after"]),
         "after_minus_before": summary(

@@ -33,8 +33,9 @@ def test_a_short_share_run_measures_every_variant_each_round(tmp_path: Path) -> 
 def test_a_short_activity_run_reports_the_servers_side_on_postgresql(tmp_path: Path) -> None:
     out = tmp_path / "activity_cpu.json"
     args = ["--before", "HEAD", "--db", "postgresql", "--rounds", "2", "--turns", "10"]
-    activity_cpu.main([*args, "--warmup", "3", "--out", str(out)])
+    activity_cpu.main([*args, "--warmup", "3", "--log-messages", "40", "--out", str(out)])
     result = json.loads(out.read_text())
+    assert result["log_messages_before_first_turn"] == 40
     for figure in ("wall_ms_per_turn", "wal_bytes_per_turn", "sessions_table_bytes"):
         for version in ("before", "after"):
             assert min(result[figure][version]["values"]) > 0, (figure, version)
