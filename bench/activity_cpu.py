@@ -227,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     if a.rounds < 2:
         p.error("--rounds must be at least 2 for a confidence interval")
+    if a.log_messages < 0:
+        p.error("--log-messages must be 0 or more")
     load_start = os.getloadavg()[0]
     with exported_versions(a.before, a.after) as versions:
         runs: list[dict[str, dict[str, float]]] = []

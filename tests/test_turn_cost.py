@@ -21,6 +21,7 @@ from statecore.llm.offline import OfflineModel
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
+from tests.statement_log import StatementLog
 
 DIALECTS = [
     pytest.param("sqlite"),
@@ -149,24 +150,6 @@ async def test_a_state_only_commit_costs_a_fixed_set_of_statements(
     assert len(counted[0]) == STATE_COMMIT_STATEMENTS[store.dialect], counted[0]
 
 
-class StatementsWithParameters:
-    """The statements the store sends while the block runs, with their driver parameters."""
-
-    def __init__(self, store: SqlStateStore) -> None:
-        self._engine = store.engine.sync_engine
-        self.sent: list[tuple[str, Any]] = []
-
-    def _statement(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        self.sent.append((statement, params))
-
-    def __enter__(self) -> StatementsWithParameters:
-        event.listen(self._engine, "before_cursor_execute", self._statement)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        event.remove(self._engine, "before_cursor_execute", self._statement)
-
-
 def _message_scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The nodes of an EXPLAIN (FORMAT JSON) plan that read ``statecore_messages``."""
     found = [plan] if plan.get("Relation Name") == "statecore_messages" else []
@@ -194,13 +177,16 @@ async def test_a_turn_seeks_its_messages_in_tables_never_analyzed() -> None:
                 await tx.conversation.append(REF, "seed", seed)
             for n in range(1, 4):
                 await _turn(activities, n)
-            with StatementsWithParameters(store) as log:
+
+            async def work() -> None:
                 assert not (await _turn(activities, 4)).commit.duplicate  # type: ignore[union-attr]
                 assert (await _turn(activities, 4)).commit.duplicate  # type: ignore[union-attr]
                 async with store.transaction() as tx:  # a plain append looks the turn up
                     await tx.conversation.append(REF, "extra", [Message(role="user", content="x")])
-            reads = [(s, p) for s, p in log.sent if s.lstrip().upper().startswith("SELECT")]
-            assert len(reads) >= 4, log.sent
+
+            sent = await StatementLog(store).during(work)
+            reads = [(s, p) for s, p in sent if s.lstrip().upper().startswith("SELECT")]
+            assert len(reads) >= 4, sent
             async with store.engine.connect() as conn:
                 for statement, parameters in reads:
                     explained = await conn.exec_driver_sql(

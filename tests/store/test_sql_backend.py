@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import func, select, text
 
 from statecore.core.errors import StateTooLargeError
 from statecore.core.models import KVScope, Message, SessionRef, ToolCall
@@ -18,6 +18,7 @@ from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql.schema import metadata
 from tests.dbs import fresh_database
+from tests.statement_log import StatementLog
 
 DIALECTS = [
     pytest.param("sqlite"),
@@ -43,27 +44,6 @@ async def store(url: str) -> AsyncIterator[SqlStateStore]:
         yield opened
     finally:
         await opened.close()
-
-
-class StatementLog:
-    """Every statement (and its parameters) the store's engine sends while recording."""
-
-    def __init__(self, store: SqlStateStore) -> None:
-        self.statements: list[tuple[str, Any]] = []
-        self.recording = False
-        event.listen(store.engine.sync_engine, "before_cursor_execute", self._seen)
-
-    def _seen(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if self.recording:
-            self.statements.append((statement, params))
-
-    async def during(self, work: Any) -> list[tuple[str, Any]]:
-        self.statements, self.recording = [], True
-        try:
-            await work()
-        finally:
-            self.recording = False
-        return [(s, p) for s, p in self.statements if not s.lstrip().upper().startswith("BEGIN")]
 
 
 def _turn(n: int, words: int = 3) -> list[Message]:
