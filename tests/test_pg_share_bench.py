@@ -42,5 +42,10 @@ def test_a_short_activity_run_reports_the_servers_side_on_postgresql(tmp_path: P
     for version in ("before", "after"):
         assert min(result["postgresql_cpu_ms_per_turn"][version]["values"]) >= 0
     # The same code both ways: the same statements, and the same WAL within a page or two.
+    # The WAL figure is the whole server's: a checkpoint during a run adds full-page images
+    # of the pages the turns touch next (kilobytes per turn over ten turns), so each
+    # version's quietest round is compared; two checkpoints a minute apart do not happen.
     assert result["statements_per_turn"]["before"] == result["statements_per_turn"]["after"]
-    assert abs(result["wal_bytes_per_turn"]["after_minus_before"]["mean"]) < 2 * 8192 / 10
+    wal = result["wal_bytes_per_turn"]
+    quietest = {version: min(wal[version]["values"]) for version in ("before", "after")}
+    assert abs(quietest["after"] - quietest["before"]) < 2 * 8192 / 10, wal
