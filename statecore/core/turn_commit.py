@@ -64,7 +64,7 @@ async def commit_turn(
     # checked before anything is written, so a bad op leaves the whole turn uncommitted.
     for op in commit.kv:
         validate_user_bucket(op.bucket)
-    await tx.begin_turn(ref, commit.turn_id)
+    await tx.begin_turn(ref, commit.turn_id, messages_only=_writes_only_messages(commit))
     stored: list[StoredMessage] = []
     if commit.messages:
         stored = await tx.conversation.append(ref, commit.turn_id, commit.messages)
@@ -116,6 +116,19 @@ async def commit_turn(
         commit.usage,
     )
     return result
+
+
+def _writes_only_messages(commit: CommitTurnInput) -> bool:
+    """Whether the commit writes its messages (at least one) and nothing else before
+    ``finish_turn``: a chat turn, which a backend may then send all at once."""
+    op, shares = commit.orchestration, commit.shares
+    return bool(commit.messages) and not (
+        commit.kv
+        or commit.flow
+        or commit.state is not None
+        or (op is not None and (op.set_active_step or op.used_tools or op.advance_sequence))
+        or (shares is not None and not shares.empty())
+    )
 
 
 async def _apply_state(tx: StoreTransaction, commit: CommitTurnInput) -> int | None:

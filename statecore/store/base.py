@@ -459,6 +459,13 @@ class EventStore(abc.ABC):
         where it was: a swept feed never reuses a number. Returns how many were deleted."""
 
 
+class RestartTransaction(Exception):
+    """A store's word that this transaction wrote nothing and must run again from the start,
+    where it will not take the same shortcut (``StoreTransaction.begin_turn``'s
+    ``messages_only``). ``run_transaction`` runs the work again at once; only a caller that
+    asks for that shortcut itself, outside ``run_transaction``, ever sees it."""
+
+
 class StoreTransaction(abc.ABC):
     """The modules, bound to one open transaction."""
 
@@ -476,11 +483,20 @@ class StoreTransaction(abc.ABC):
     def now(self) -> datetime:
         """The time this transaction is stamped with (the store's clock, read once)."""
 
-    async def begin_turn(self, ref: SessionRef, turn_id: str) -> SessionInfo:
+    async def begin_turn(
+        self, ref: SessionRef, turn_id: str, *, messages_only: bool = False
+    ) -> SessionInfo:
         """A turn commit's first write: ``sessions.ensure(ref)``, knowing that turn
         ``turn_id``'s messages come next. A backend that can learn in the same read whether
         the turn has messages already does (SQL: an append need not look them up); what it
-        writes is the same."""
+        writes is the same.
+
+        ``messages_only``: the caller promises that between here and ``finish_turn`` it only
+        appends the turn's messages (at least one) and reads. A backend may then hold every
+        write back and send it all with ``finish_turn`` (PostgreSQL: one statement, see
+        ``statecore.store.sql.one_statement_commit``); when that cannot be done it raises
+        ``RestartTransaction`` having written nothing, and ``run_transaction`` runs the
+        work again."""
         validate_turn_id(turn_id)
         return await self.sessions.ensure(ref)
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from statecore.store.base import StateStore, StoreTransaction
+from statecore.store.base import RestartTransaction, StateStore, StoreTransaction
 from statecore.store.inputs import check_flag, check_int
 
 T = TypeVar("T")
@@ -28,6 +28,10 @@ MAX_ATTEMPTS = 100
 #: The pause before the second run is up to this long; it doubles per run, up to the cap.
 FIRST_PAUSE_SECONDS = 0.02
 MAX_PAUSE_SECONDS = 0.5
+#: How many times a store may ask for a transaction to run again at once
+#: (``RestartTransaction``), on top of the attempts: each restart leaves a shortcut behind,
+#: so a second one in a row is already unusual.
+MAX_RESTARTS = 3
 
 
 def retry_pause(attempt: int) -> float:
@@ -54,17 +58,25 @@ async def run_transaction(
     ``attempts`` runs in all (1..100). ``work`` must be safe to re-run: it changes nothing
     outside ``tx``. ``read_only`` opens read-only transactions (see
     ``StateStore.transaction``). Any other error is raised at once; the last conflict is
-    raised when the attempts are used up. Do not call it inside an open transaction of the
-    same store."""
+    raised when the attempts are used up. A store that asks for the transaction to run
+    again (``RestartTransaction``: it wrote nothing) has it run again at once, without a
+    pause and without using an attempt, up to ``MAX_RESTARTS`` times. Do not call it inside
+    an open transaction of the same store."""
     check_int(attempts, "attempts", minimum=1, maximum=MAX_ATTEMPTS)
     check_flag(read_only, "read_only")
-    attempt = 1
+    attempt, restarts = 1, 0
     while True:
         try:
             # A store written before read-only transactions existed takes no argument.
             opened = store.transaction(read_only=True) if read_only else store.transaction()
             async with opened as tx:
                 return await work(tx)
+        except RestartTransaction as restart:
+            if restarts >= MAX_RESTARTS:
+                raise
+            restarts += 1
+            log.debug("transaction runs again at once: %s", restart)
+            continue
         except Exception as error:
             if attempt >= attempts or not store.is_transient_error(error):
                 raise
@@ -81,4 +93,4 @@ async def run_transaction(
             attempt += 1
 
 
-__all__ = ["DEFAULT_ATTEMPTS", "MAX_ATTEMPTS", "retry_pause", "run_transaction"]
+__all__ = ["DEFAULT_ATTEMPTS", "MAX_ATTEMPTS", "MAX_RESTARTS", "retry_pause", "run_transaction"]

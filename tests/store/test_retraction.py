@@ -32,6 +32,20 @@ async def test_retract_last_hides_the_newest_message_and_keeps_the_row(
     assert info is not None and info.message_count == 3
 
 
+async def test_a_retraction_moves_the_sessions_idle_clock(
+    store: StateStore, ref: SessionRef, clock: FakeClock
+) -> None:
+    await ensure(store, ref)
+    async with store.transaction() as tx:
+        await tx.conversation.append(ref, "t1", [user("one"), assistant("two")])
+    retracted_at = clock.advance(60)
+    async with store.transaction() as tx:
+        await tx.conversation.retract_last(ref)
+    async with store.transaction() as tx:
+        info = await tx.sessions.get(ref)
+    assert info is not None and info.last_accessed == retracted_at
+
+
 async def test_retraction_repeats_newest_first_and_survives_later_appends(
     store: StateStore, ref: SessionRef
 ) -> None:

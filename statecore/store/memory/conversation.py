@@ -117,6 +117,8 @@ class MemoryConversationStore(ConversationStore):
             return None
         part = self._ctx.session_for_write(ref)
         part.retracted[newest.seq] = self._ctx.now
+        # A retraction is an access: the session's idle clock moves, as on SQL.
+        part.info = part.info.model_copy(update={"last_accessed": self._ctx.now})
         return _out(newest)
 
     async def retracted(self, ref: SessionRef) -> dict[int, datetime]:

@@ -4,6 +4,7 @@ timestamp, the token counter, and the session header rows it has read."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -12,8 +13,10 @@ from sqlalchemy import (
     CTE,
     ColumnElement,
     Select,
+    Text,
     Update,
     bindparam,
+    cast,
     exists,
     literal_column,
     select,
@@ -25,7 +28,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from statecore.core.errors import SessionNotFoundError, StatecoreError, StateTooLargeError
 from statecore.core.models import MAX_STATE_BYTES, SessionInfo, SessionRef
 from statecore.core.tokens import TokenCounter
+from statecore.store.base import RestartTransaction
 from statecore.store.sql import direct
+from statecore.store.sql.header_memo import HeaderMemo, HeaderMemos
 from statecore.store.sql.schema import hints, messages, sessions, turn_records
 from statecore.store.sql.window_cache import SessionKey, WindowCache
 
@@ -39,6 +44,19 @@ SESSION_COLUMNS = tuple(sessions.c.keys())
 class SessionRow(SimpleNamespace):
     """A session's header row (the ``sessions`` columns as attributes), as this transaction
     last read or wrote it."""
+
+
+@dataclass
+class DeferredTurn:
+    """A turn commit whose writes are held back to be sent in one statement
+    (``SqlContext.defer_turn``): the memo it started from and, once the append has run,
+    the header's new values and the appended messages' bind parameters."""
+
+    key: SessionKey
+    pk: int
+    memo: HeaderMemo
+    header: dict[str, Any] | None = None
+    along: Along | None = None
 
 
 class SqlContext:
@@ -55,9 +73,20 @@ class SqlContext:
         windows: WindowCache | None = None,
         *,
         read_only: bool = False,
+        memos: HeaderMemos | None = None,
     ) -> None:
         self._conn = conn
         self._read_only = read_only
+        #: The store's header memos (PostgreSQL, transactions that may write): see
+        #: ``defer_turn`` and ``settle_memos``.
+        self._memos = memos
+        # The turn commit held back by ``defer_turn``, if any.
+        self._deferred: DeferredTurn | None = None
+        # Header rows this transaction wrote, by primary key; the row version's xmin where
+        # an append learnt it; the sessions whose turn this transaction committed.
+        self._written_headers: set[int] = set()
+        self._header_xmins: dict[int, str] = {}
+        self._finished_turns: set[SessionKey] = set()
         self.now = now
         self.counter = counter
         self.default_ttl = default_ttl
@@ -96,12 +125,19 @@ class SqlContext:
 
     @property
     def conn(self) -> AsyncConnection:
+        """The connection, for a statement: a turn held back for one statement
+        (``defer_turn``) is given up first, as that statement must carry all its writes."""
+        self._check_open()
+        if self._deferred is not None:
+            raise self._give_up_deferred("a statement was needed before the turn's last writes")
+        return self._conn
+
+    def _check_open(self) -> None:
         if not self.open:
             raise StatecoreError(
                 "this transaction has ended; its module objects are valid only inside their "
                 "'async with store.transaction()' block. Open a new transaction"
             )
-        return self._conn
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         """``conn.execute(statement, parameters)``; a ``direct.prebuilt`` statement skips
@@ -146,7 +182,7 @@ class SqlContext:
         return await self._session_row((ref.namespace, ref.agent_id, ref.session_id), lock)
 
     async def _session_row(self, key: SessionKey, lock: bool) -> SessionRow | None:
-        _ = self.conn  # refuses once the transaction has ended, cached row or not
+        self._check_open()  # refuses once the transaction has ended, cached row or not
         cached = self._session_rows.get(key)
         if cached is not None and (not lock or self._holds(key)):
             return cached
@@ -221,7 +257,7 @@ class SqlContext:
             key in self._session_rows and self._holds(key)
         ):
             return await self.find_session_row(ref, lock=True)
-        _ = self.conn  # refuses once the transaction has ended
+        self._check_open()
         params = _turn_params(ref, turn_id)
         statement = lock_session_for_turn_statement(dialect == "postgresql")
         found = (await self.execute(statement, params)).first()
@@ -235,6 +271,110 @@ class SqlContext:
         if certain and not columns[_HAS_TURN_MESSAGES]:
             self._turns_without_messages.add((row.id, turn_id))
         return row
+
+    def defer_turn(self, ref: SessionRef, turn_id: str) -> bool:
+        """Start a turn commit that only appends messages before its last writes
+        (``StoreTransaction.begin_turn``'s ``messages_only``) from the session's header memo,
+        sending nothing: True when it did. The memo answers for the locked read; the append
+        and the turn's last writes are held back and sent as one statement outside any
+        server transaction (``one_statement_commit``), which writes nothing unless the
+        header is still the version the memo names.
+
+        Only on PostgreSQL at READ COMMITTED (where that one statement, waiting for the
+        header's row lock, checks the row's newest version), and only as this transaction's
+        first work: anything it had sent would have begun a server transaction."""
+        memos = self._memos
+        if memos is None or self._driver is not False or self._session_rows:
+            return False
+        if not _reads_committed(self._conn):
+            return False
+        key = (ref.namespace, ref.agent_id, ref.session_id)
+        memo = memos.take(key)
+        if memo is None:
+            return False
+        row = self.keep_session_row(key, memo.columns)
+        self.note_session_locked(*key)
+        # Checked by the statement: the turn's (session, turn, index) key is unique.
+        self._turns_without_messages.add((row.id, turn_id))
+        self._deferred = DeferredTurn(key, row.id, memo)
+        return True
+
+    def deferred_turn(self, ref: SessionRef) -> DeferredTurn | None:
+        """The held-back commit of ``ref``'s turn, once its append has run (``defer_turn``)."""
+        deferred = self._deferred
+        if deferred is None or deferred.header is None:
+            return None
+        if deferred.key != (ref.namespace, ref.agent_id, ref.session_id):
+            return None
+        return deferred
+
+    async def send_deferred(self, statement: Any, parameters: dict[str, Any]) -> Any:
+        """Send the held-back turn's one statement, outside any server transaction: it
+        commits on its own when it succeeds. Any failure gives the turn up
+        (``RestartTransaction``): the statement wrote nothing, and the turn runs again the
+        usual way."""
+        deferred = self._deferred
+        assert deferred is not None
+        self._check_open()
+        driver = self._driver
+        if driver is False:
+            driver = self._driver = direct.driver_for(self._conn)
+        try:
+            found = await direct.run(
+                self._conn,
+                driver,  # type: ignore[arg-type]
+                statement,
+                parameters,
+                autocommit=True,
+            )
+            row = found.first()
+        except Exception as error:
+            why = f"its one statement failed ({type(error).__name__})"
+            raise self._give_up_deferred(why) from error
+        self._deferred = None
+        self._header_xmins[deferred.pk] = row.xmin
+        return row
+
+    def _give_up_deferred(self, why: str) -> RestartTransaction:
+        """Give up the held-back turn, for the caller to raise: nothing of it was written,
+        and its memo is gone, so the turn runs again from the start the usual way."""
+        deferred, self._deferred = self._deferred, None
+        assert deferred is not None
+        return RestartTransaction(
+            f"the commit of a turn of session {'/'.join(deferred.key)} runs again with the "
+            f"header's lock: {why}"
+        )
+
+    def turn_finished(self, ref: SessionRef) -> None:
+        """Note that this transaction committed a turn of ``ref`` (``settle_memos``)."""
+        self._finished_turns.add((ref.namespace, ref.agent_id, ref.session_id))
+
+    def settle_memos(self) -> None:
+        """Once this transaction has committed: a memo for each session whose turn it
+        committed with what it learnt of the header (its version, the window's base), and
+        none for a header it wrote otherwise."""
+        memos = self._memos
+        if memos is None:
+            return
+        for key, row in self._session_rows.items():
+            if row.id not in self._written_headers:
+                continue
+            memo = self._memo_of(key, row)
+            if memo is None:
+                memos.drop(key)
+            else:
+                memos.put(key, memo)
+
+    def _memo_of(self, key: SessionKey, row: SessionRow) -> HeaderMemo | None:
+        xmin = self._header_xmins.get(row.id)
+        known = self._window_bases.get(row.id)
+        if key not in self._finished_turns or xmin is None or known is None:
+            return None
+        start, base = known
+        if start != row.window_start_seq:
+            return None
+        columns = {name: getattr(row, name) for name in SESSION_COLUMNS}
+        return HeaderMemo(columns=columns, xmin=xmin, window_start=start, window_base=base)
 
     def prefetched_window(self, session_pk: int, first_seq: int) -> list[dict[str, Any]] | None:
         """The session's non-retracted message rows from seq ``first_seq`` on, ascending, as
@@ -329,19 +469,36 @@ class SqlContext:
         window's first message."""
         if along is not None and self.dialect != "postgresql":
             raise ValueError("a write along the header's UPDATE needs PostgreSQL")
+        deferred = self._deferred
         values = self._header_values(row, counters)
-        if self.dialect not in ("sqlite", "postgresql"):
+        start = row.window_start_seq
+        base: int | None = None
+        if deferred is not None and deferred.pk == row.id and deferred.header is None:
+            # Held back for the turn's one statement, which checks that the window's base
+            # is still the memo's.
+            if along is None:
+                raise self._give_up_deferred("its append carries no messages")
+            deferred.header, deferred.along = values, along
+            self._written_headers.add(row.id)
+            base = deferred.memo.window_base
+        elif self.dialect not in ("sqlite", "postgresql"):
             await self._write_header(row.id, values)
         else:
-            start = row.window_start_seq
             build, extra = along if along is not None else (None, {})
-            found = await self._write_header(
-                row.id,
-                values,
-                lambda names: update_session_returning_base(names, build),
-                {"p_window_from": start, **extra},
-            )
-            base: int | None = found.scalar()
+            on_postgresql = self.dialect == "postgresql"
+            found = (
+                await self._write_header(
+                    row.id,
+                    values,
+                    lambda names: update_session_returning_base(names, build, on_postgresql),
+                    {"p_window_from": start, **extra},
+                )
+            ).first()
+            if found is not None:
+                base = found.window_base
+                if on_postgresql:
+                    self._header_xmins[row.id] = found.xmin
+        if self.dialect in ("sqlite", "postgresql"):
             if base is None:
                 base = next(
                     (m["cumulative_tokens"] - m["tokens"] for m in appended if m["seq"] >= start),
@@ -398,6 +555,7 @@ class SqlContext:
         those columns, bind parameters ``v_<name>`` and ``p_id``, plus ``extra``;
         ``update_session_statement`` by default)."""
         build = statement or update_session_statement
+        self._written_headers.add(pk)
         params = {f"v_{name}": value for name, value in values.items()}
         return await self.execute(
             build(tuple(sorted(values))), {"p_id": pk, **params, **(extra or {})}
@@ -470,6 +628,16 @@ class SqlContext:
         except IntegrityError:
             return False
         return True
+
+
+def _reads_committed(conn: AsyncConnection) -> bool:
+    """Whether ``conn`` is a PostgreSQL connection whose transactions run at READ COMMITTED,
+    whether or not its statements may skip SQLAlchemy's execution (``direct``)."""
+    sync = conn.sync_connection
+    if sync is None or conn.dialect.name != "postgresql":
+        return False
+    adapter = sync.connection.dbapi_connection
+    return direct.reads_committed(adapter, conn)  # type: ignore[arg-type]
 
 
 def _session_key() -> tuple[ColumnElement[bool], ...]:
@@ -640,16 +808,12 @@ def update_session_statement(names: tuple[str, ...]) -> Update:
     return update(sessions).where(c.id == bindparam("p_id", type_=c.id.type)).values(values)
 
 
-@direct.prebuilt
-def update_session_returning_base(
-    names: tuple[str, ...], along: Callable[[], CTE] | None
-) -> Update:
-    """``update_session_statement`` (with the data-modifying CTE ``along()`` in front, if
-    given) that returns the log's running token total before its first non-retracted
-    message with ``seq >= p_window_from`` (NULL when there is none), read from the
-    statement's snapshot (``SqlContext.append_to_log``)."""
+def window_base_query() -> Any:
+    """The log's running token total before its first non-retracted message with
+    ``seq >= p_window_from`` in the session whose header's primary key is ``p_id`` (NULL when
+    there is none), as a scalar subquery."""
     m = messages.c
-    base = (
+    return (
         select(m.cumulative_tokens - m.tokens)
         .where(
             # The header's own key, not a correlation: SQLite names RETURNING's columns
@@ -662,10 +826,29 @@ def update_session_returning_base(
         .limit(1)
         .scalar_subquery()
     )
+
+
+def header_version() -> ColumnElement[str]:
+    """PostgreSQL: the header row version's ``xmin`` (the transaction that wrote it), as
+    text: every UPDATE of the row gives it a new one, a lock does not."""
+    return cast(literal_column(f"{sessions.name}.xmin"), Text)
+
+
+@direct.prebuilt
+def update_session_returning_base(
+    names: tuple[str, ...], along: Callable[[], CTE] | None, with_version: bool = False
+) -> Update:
+    """``update_session_statement`` (with the data-modifying CTE ``along()`` in front, if
+    given) that returns ``window_base_query()`` as ``window_base``, read from the
+    statement's snapshot (``SqlContext.append_to_log``), and with ``with_version``
+    (PostgreSQL) the new row version's ``header_version()`` as ``xmin``."""
     statement = update_session_statement(names)
     if along is not None:
         statement = statement.add_cte(along())
-    return statement.returning(base.label("window_base"))
+    returned = [window_base_query().label("window_base")]
+    if with_version:
+        returned.append(header_version().label("xmin"))
+    return statement.returning(*returned)
 
 
 @direct.prebuilt

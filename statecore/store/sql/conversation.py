@@ -32,6 +32,7 @@ from statecore.store.sql.conversation_extras import ConversationExtras
 from statecore.store.sql.message_rows import stored_columns, stored_message
 from statecore.store.sql.schema import hints as hint_table
 from statecore.store.sql.schema import messages as message_table
+from statecore.store.sql.session_expiry import expiry
 from statecore.store.sql.window_cache import CachedWindow, WindowCache, same_row
 
 
@@ -237,10 +238,16 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         if newest is None:
             return None
         self._ctx.forget_window(session.id)  # the window's first message may be this one
+        now = self._ctx.now
         await self._ctx.conn.execute(
             update(message_table)
             .where(c.session_pk == session.id, c.seq == newest.seq)
-            .values(retracted_at=self._ctx.now)
+            .values(retracted_at=now)
+        )
+        # The header moves on too (a retraction is an access), so a commit that knew the
+        # header's version before sees that the log changed (one_statement_commit).
+        await self._ctx.update_session(
+            session, last_accessed=now, expires_at=expiry(now, session.ttl_seconds)
         )
         return stored_message(newest)
 

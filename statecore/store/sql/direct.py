@@ -313,9 +313,15 @@ async def run(
     parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
     *,
     read_only: bool = False,
+    autocommit: bool = False,
 ) -> Any:
     """``conn.execute(statement, parameters)``, sent to ``driver`` directly when the
     statement is ``prebuilt`` and ``driver`` is given (``driver_for``).
+
+    ``autocommit`` (PostgreSQL): the statement is all the caller's transaction writes, and
+    it has sent nothing before. Sent directly, it then opens no server transaction: it
+    commits on its own, as one statement does, and the BEGIN and COMMIT round trips are
+    saved. Through SQLAlchemy it runs in the transaction as any statement does.
 
     ``read_only``: the caller's transaction is a read-only block on a PostgreSQL connection
     that ``reads_committed``. A plain read sent before the block's first write then opens
@@ -345,7 +351,7 @@ async def run(
         arguments = arguments[0]
     if isinstance(driver, InlineConnection):
         return await _on_sqlite(conn, driver, compiled, arguments, len(sets) > 1)
-    in_transaction = not (read_only and compiled.plain_read)
+    in_transaction = not ((read_only and compiled.plain_read) or autocommit)
     return await _on_asyncpg(conn, driver, compiled, arguments, len(sets) > 1, in_transaction)
 
 

@@ -38,6 +38,7 @@ from statecore.store.sql.engine import (
 )
 from statecore.store.sql.events import SqlEventStore
 from statecore.store.sql.flow import SqlFlowStore
+from statecore.store.sql.header_memo import HeaderMemos
 from statecore.store.sql.kv import SqlKVStore
 from statecore.store.sql.orchestration import SqlOrchestrationStore
 from statecore.store.sql.revision import require_head, upgrade_engine
@@ -81,12 +82,18 @@ class SqlTransaction(StoreTransaction):
     def now(self) -> datetime:
         return self._ctx.now
 
-    async def begin_turn(self, ref: SessionRef, turn_id: str) -> SessionInfo:
+    async def begin_turn(
+        self, ref: SessionRef, turn_id: str, *, messages_only: bool = False
+    ) -> SessionInfo:
         check_ref(ref)
         validate_turn_id(turn_id)
-        # The header's locked read, with whether the turn has messages beside it; ensure
-        # then answers from the row this transaction holds.
-        await self._ctx.find_session_for_turn(ref, turn_id)
+        check_flag(messages_only, "messages_only")
+        # PostgreSQL, a chat turn of a session whose previous turn this process committed:
+        # nothing is sent until the turn's one statement (one_statement_commit). Otherwise
+        # the header's locked read, with whether the turn has messages beside it. Either
+        # way ensure then answers from the row this transaction holds.
+        if not (messages_only and self._ctx.defer_turn(ref, turn_id)):
+            await self._ctx.find_session_for_turn(ref, turn_id)
         return await self.sessions.ensure(ref)
 
     async def finish_turn(
@@ -136,6 +143,9 @@ class SqlStateStore(StateStore):
         self._windows = WindowCache(
             check_int(window_cache_messages, "window_cache_messages", minimum=0)
         )
+        # Headers as this process's turn commits left them (PostgreSQL): a session's next
+        # chat turn commits in one statement (one_statement_commit).
+        self._memos = HeaderMemos() if self.dialect == "postgresql" else None
 
     @classmethod
     async def connect(
@@ -219,12 +229,15 @@ class SqlStateStore(StateStore):
                                 # the cache (see window_cache).
                                 windows=self._windows if read_only else None,
                                 read_only=read_only,
+                                memos=None if read_only else self._memos,
                             )
                             try:
                                 yield SqlTransaction(ctx)
                                 await ctx.send_touches()
                             finally:
                                 ctx.open = False
+                        # Committed: what the transaction learnt of headers is now true.
+                        ctx.settle_memos()
                     except IntegrityError as exc:
                         # Expected conflicts are translated where they happen; one reaching
                         # here is a concurrent write the modules did not foresee.

@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 
 from statecore.core.change_events import NewEvent
 from statecore.core.models import SessionRef, TokenUsage
-from statecore.store.sql import direct
+from statecore.store.sql import direct, one_statement_commit
 from statecore.store.sql.context import SqlContext
 from statecore.store.sql.events import feed_cte, feed_parameters
 from statecore.store.sql.kv import upsert_statement
@@ -78,6 +78,15 @@ async def finish_turn(
     parameters |= await tx.kv.upsert_parameters(ref.kv_scope, bucket, key, value)
     if events:  # the namespace is the ref's, checked with it above
         parameters |= feed_parameters(ref.namespace, events, ctx.now)
+    deferred = ctx.deferred_turn(ref)
+    if deferred is not None:
+        # Held back since begin_turn: the whole commit goes as one statement, which
+        # checks what the usual path's follow-ups below would have had to do.
+        await one_statement_commit.send(
+            ctx, deferred, parameters, to_count is not None, bool(events)
+        )
+        ctx.turn_finished(ref)
+        return
     statement = _statement(to_count is not None, bool(events))
     found = (await ctx.execute(statement, parameters)).first()
     if not found.records:
@@ -86,3 +95,4 @@ async def finish_turn(
         await tx.orchestration.after_usage(ref, prompt, completion, counted=bool(found.usage))
     if events and found.first_seq is None:
         await tx.events.append_in_steps(ref.namespace, events)
+    ctx.turn_finished(ref)
