@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from statecore.core.errors import InvalidLimitError, RevisionConflictError
 from statecore.core.models import KVEntry, KVScope, SessionRef
 from statecore.store import MemoryStateStore, StateStore, StoreTransaction, run_transaction
+from statecore.store.base import RestartTransaction
 from statecore.store.migrate import upgrade_database
 from statecore.store.retry import DEFAULT_ATTEMPTS
 from statecore.store.sql import SqlStateStore
@@ -430,3 +431,39 @@ async def test_a_store_without_read_only_transactions_still_runs_writes() -> Non
         return await tx.kv.put(ref.kv_scope, "b", "k", 1)
 
     assert await run_transaction(store, write) == 1
+
+
+async def test_a_store_that_asks_for_a_restart_runs_the_work_again_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RestartTransaction (a shortcut that wrote nothing gave up): the work runs again
+    without a pause and without using an attempt, up to MAX_RESTARTS times in a row."""
+    store = MemoryStateStore()
+    scope = KVScope(namespace="restart")
+    pauses: list[float] = []
+
+    async def no_pause(seconds: float) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", no_pause)
+    runs = 0
+
+    async def restarting_twice(tx: StoreTransaction) -> int:
+        nonlocal runs
+        runs += 1
+        if runs <= 2:
+            raise RestartTransaction("the shortcut could not be taken")
+        return await tx.kv.put(scope, "b", "k", runs)
+
+    assert await run_transaction(store, restarting_twice, attempts=1) == 1
+    assert runs == 3 and pauses == []
+
+    async def always(tx: StoreTransaction) -> None:
+        raise RestartTransaction("never")
+
+    with pytest.raises(RestartTransaction):
+        await run_transaction(store, always)
+    async with store.transaction() as tx:
+        entry = await tx.kv.get(scope, "b", "k")
+    assert entry is not None and entry.value == 3
+    assert pauses == []
