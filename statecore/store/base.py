@@ -58,7 +58,7 @@ from statecore.core.models import (
     TokenUsage,
 )
 from statecore.core.models import Message as NewMessage
-from statecore.store.inputs import check_int
+from statecore.store.inputs import check_flag, check_int
 
 Clock = Callable[[], datetime]
 
@@ -498,6 +498,7 @@ class StoreTransaction(abc.ABC):
         ``RestartTransaction`` having written nothing, and ``run_transaction`` runs the
         work again."""
         validate_turn_id(turn_id)
+        check_flag(messages_only, "messages_only")
         return await self.sessions.ensure(ref)
 
     async def finish_turn(

@@ -140,6 +140,43 @@ async def test_a_turns_begin_ensures_the_session_and_its_append_stays_idempotent
         assert [m.seq for m in await tx.conversation.messages(ref)] == [1, 2, 3, 4]
 
 
+async def test_a_turn_that_only_appends_commits_as_any_turn(
+    store: StateStore, ref: SessionRef
+) -> None:
+    # messages_only lets a backend hold the turn's writes back until finish_turn
+    # (PostgreSQL, once this store committed a turn of the session: one statement); what
+    # lands is the same, and so is what the transaction reads in between.
+    for n in (1, 2, 3):
+        async with store.transaction() as tx:
+            info = await tx.begin_turn(ref, f"t{n}", messages_only=True)
+            assert info.last_seq == 2 * (n - 1)
+            stored = await tx.conversation.append(ref, f"t{n}", [user(f"q{n}"), assistant(f"a{n}")])
+            after = await tx.sessions.get(ref)
+            assert after is not None and after.last_seq == 2 * n
+            await tx.finish_turn(
+                ref, f"t{n}", {"turn": n}, ("turn.meta", "latest", {"turn": n}), []
+            )
+        assert [m.seq for m in stored] == [2 * n - 1, 2 * n]
+    async with store.transaction(read_only=True) as tx:
+        log = await tx.conversation.messages(ref)
+        records = [await tx.turns.get(ref, f"t{n}") for n in (1, 2, 3)]
+        marker = await tx.kv.get(ref.kv_scope, "turn.meta", "latest")
+    assert [(m.seq, m.turn_id) for m in log] == [(s, f"t{(s + 1) // 2}") for s in range(1, 7)]
+    assert records == [{"turn": 1}, {"turn": 2}, {"turn": 3}]
+    assert marker is not None and marker.value == {"turn": 3}
+
+
+@pytest.mark.parametrize("flag", [None, 1, "yes"])
+async def test_a_turns_begin_refuses_a_messages_only_that_is_not_a_bool(
+    store: StateStore, ref: SessionRef, flag: object
+) -> None:
+    with pytest.raises(InvalidInputError):
+        async with store.transaction() as tx:
+            await tx.begin_turn(ref, "t1", messages_only=flag)  # type: ignore[arg-type]
+    async with store.transaction(read_only=True) as tx:
+        assert await tx.sessions.get(ref) is None
+
+
 @pytest.mark.parametrize("turn_id", ["", "x" * 10_000, None, 7, "bad\x00id"])
 async def test_a_turns_begin_refuses_a_bad_turn_id_and_creates_nothing(
     store: StateStore, ref: SessionRef, turn_id: object
