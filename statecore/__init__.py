@@ -20,7 +20,7 @@ _EXPORTS: dict[str, str] = {
     # Temporal: the plugin, the client and the worker.
     "StatecorePlugin": "statecore.temporal.plugin",
     "AgentSessionClient": "statecore.temporal.client",
-    "WorkerConfig": "statecore.temporal.worker",
+    "WorkerConfig": "statecore.temporal.worker_config",
     "run_worker": "statecore.temporal.worker",
     "ConnectionConfig": "statecore.temporal.connection",
     "AgentSession": "statecore.agent_session.workflow",
@@ -55,10 +55,10 @@ _EXPORTS: dict[str, str] = {
     "current_revision": "statecore.store.migrate",
     "HEAD_REVISION": "statecore.store.migrate",
     # Payload encryption: needs the optional `encryption` extra (cryptography).
-    "EncryptionCodec": "statecore.encryption.codec",
-    "Keyring": "statecore.encryption.codec",
-    "encrypted_data_converter": "statecore.encryption.codec",
-    "generate_key": "statecore.encryption.codec",
+    "EncryptionCodec": "statecore.temporal.encryption",
+    "Keyring": "statecore.temporal.encryption",
+    "encrypted_data_converter": "statecore.temporal.encryption",
+    "generate_key": "statecore.temporal.encryption",
     # Storage.
     "StateStore": "statecore.store",
     "open_store": "statecore.store",
@@ -207,12 +207,6 @@ if TYPE_CHECKING:
         ToolCall,
     )
     from statecore.core.profile import SessionProfile
-    from statecore.encryption.codec import (
-        EncryptionCodec,
-        Keyring,
-        encrypted_data_converter,
-        generate_key,
-    )
     from statecore.llm import (
         ChatModel,
         ModelRequest,
@@ -225,7 +219,14 @@ if TYPE_CHECKING:
     from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
     from statecore.temporal.client import AgentSessionClient
     from statecore.temporal.connection import ConnectionConfig
+    from statecore.temporal.encryption import (
+        EncryptionCodec,
+        Keyring,
+        encrypted_data_converter,
+        generate_key,
+    )
     from statecore.temporal.plugin import StatecorePlugin
-    from statecore.temporal.worker import WorkerConfig, run_worker
+    from statecore.temporal.worker import run_worker
+    from statecore.temporal.worker_config import WorkerConfig
     from statecore.workflow.shares import SharedKV, SharedState
     from statecore.workflow.turn import Turn, TurnSession

@@ -8,8 +8,15 @@ import logging
 
 import pytest
 
-from statecore.core.bundle_format import canonical_json
-from statecore.core.bundles import (
+from statecore.core.errors import (
+    AlreadyExistsError,
+    BundleError,
+    NotFoundError,
+    SessionNotFoundError,
+)
+from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.operations.bundle_format import canonical_json
+from statecore.operations.bundles import (
     NamespaceBundle,
     SessionBundle,
     dump_bundle,
@@ -20,15 +27,8 @@ from statecore.core.bundles import (
     import_session,
     load_bundle,
 )
-from statecore.core.control_plane import describe
-from statecore.core.errors import (
-    AlreadyExistsError,
-    BundleError,
-    NotFoundError,
-    SessionNotFoundError,
-)
-from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
-from statecore.core.turn_commit import find_turn
+from statecore.operations.control_plane import describe
+from statecore.operations.turn_commit import find_turn
 from statecore.store.migrate import upgrade_database
 from statecore.store.slots import TaskSlots
 from statecore.store.sql import SqlStateStore

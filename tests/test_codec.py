@@ -11,7 +11,8 @@ from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 
 from statecore.contract.session import SendMessageInput
 from statecore.core.errors import PayloadDecryptionError, UnknownEncryptionKeyError
-from statecore.encryption.codec import (
+from statecore.temporal.converter import STATECORE_DATA_CONVERTER, statecore_data_converter
+from statecore.temporal.encryption import (
     ENCODING,
     KEY_ID_METADATA,
     EncryptionCodec,
@@ -20,11 +21,12 @@ from statecore.encryption.codec import (
     generate_key,
     parse_key_material,
 )
-from statecore.temporal.converter import STATECORE_DATA_CONVERTER, statecore_data_converter
 
 SECRET = "the vault code is 7-4-1-9-zebra"
-KEY_A = generate_key()
-KEY_B = generate_key()
+# Fixed keys: parametrized test ids embed them, and every pytest-xdist worker must collect the
+# same ids (generate_key() has a test of its own).
+KEY_A = base64.b64encode(bytes(range(32))).decode()
+KEY_B = base64.b64encode(bytes(range(32, 64))).decode()
 
 
 def json_payload(text: str) -> Payload:
@@ -187,8 +189,10 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
 
 def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
     from statecore.cli.app import build_parser
-    from statecore.temporal.settings import Environment, worker_config
-    from statecore.temporal.worker import WorkerConfig, build_codec
+    from statecore.temporal.environment import Environment
+    from statecore.temporal.settings import worker_config
+    from statecore.temporal.worker import build_codec
+    from statecore.temporal.worker_config import WorkerConfig
 
     def parse_config(argv: list[str]) -> WorkerConfig:
         args = build_parser().parse_args(["worker", *argv])

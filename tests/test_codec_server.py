@@ -15,9 +15,9 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
-from statecore.encryption.codec_server import CodecServer, main
+from statecore.temporal.codec_server import CodecServer, main
 from statecore.temporal.devserver import free_port
+from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
 
 SECRET = "launch code: orchid-42-vermilion"
 UI_ORIGIN = "http://localhost:8233"
@@ -208,7 +208,7 @@ def test_an_empty_token_variable_leaves_the_server_open_like_an_unset_one() -> N
     }
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "statecore.encryption.codec_server", "--port", str(port)],
+        [sys.executable, "-m", "statecore.temporal.codec_server", "--port", str(port)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

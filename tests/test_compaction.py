@@ -12,18 +12,6 @@ import pytest
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.compaction import (
-    DEFAULT_KEEP_MESSAGES,
-    CompactionRequest,
-    ExtractiveSummarizer,
-    Summarizer,
-    apply_compaction,
-    commit_compaction,
-    compact_session,
-    plan_compaction,
-    prepare_compaction,
-    should_auto_summarize,
-)
 from statecore.core.errors import (
     ConflictError,
     InvalidInputError,
@@ -35,6 +23,18 @@ from statecore.core.errors import (
 )
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
+from statecore.operations.compaction import (
+    DEFAULT_KEEP_MESSAGES,
+    CompactionRequest,
+    ExtractiveSummarizer,
+    Summarizer,
+    apply_compaction,
+    commit_compaction,
+    compact_session,
+    plan_compaction,
+    prepare_compaction,
+    should_auto_summarize,
+)
 from statecore.store.base import StateStore
 
 COUNTER = TokenCounter()
@@ -464,7 +464,7 @@ def test_policies_import_no_tokenizer_or_database() -> None:
     # Workflow code may import the policies (requests, should_auto_summarize); the Temporal
     # sandbox must not pull tiktoken or SQLAlchemy in through them.
     probe = (
-        "import sys, statecore.core.compaction, statecore.core.context_window; "
+        "import sys, statecore.operations.compaction, statecore.operations.context_window; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'tiktoken', 'sqlalchemy'}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

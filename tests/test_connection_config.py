@@ -10,7 +10,7 @@ from temporalio.service import TLSConfig
 
 from statecore.temporal.connection import ConnectionConfig, TemporalUnreachableError
 from statecore.temporal.devserver import free_port
-from statecore.temporal.settings import SettingError
+from statecore.temporal.environment import SettingError
 
 PROFILES = """\
 [profile.default]

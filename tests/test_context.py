@@ -10,14 +10,6 @@ import tiktoken
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.context_window import (
-    HINTS_LABEL,
-    PART_KEY,
-    SUMMARY_LABEL,
-    assemble_context,
-    build_context,
-    group_exchanges,
-)
 from statecore.core.errors import (
     ContextBudgetError,
     InvalidInputError,
@@ -28,6 +20,14 @@ from statecore.core.errors import (
 from statecore.core.models import Message, SessionRef
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
+from statecore.operations.context_window import (
+    HINTS_LABEL,
+    PART_KEY,
+    SUMMARY_LABEL,
+    assemble_context,
+    build_context,
+    group_exchanges,
+)
 from statecore.store.base import StateStore
 
 COUNTER = TokenCounter()

@@ -20,11 +20,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.compaction import CompactionRequest, apply_compaction, plan_compaction
-from statecore.core.context_window import HINTS_LABEL, SUMMARY_LABEL, build_context, group_exchanges
 from statecore.core.errors import ContextBudgetError
 from statecore.core.models import Message, SessionRef, StoredMessage
 from statecore.core.tokens import TokenCounter
+from statecore.operations.compaction import CompactionRequest, apply_compaction, plan_compaction
+from statecore.operations.context_window import (
+    HINTS_LABEL,
+    SUMMARY_LABEL,
+    build_context,
+    group_exchanges,
+)
 from statecore.store.base import StateStore
 
 COUNTER = TokenCounter()

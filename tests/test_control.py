@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.core.compaction import CompactionRequest
-from statecore.core.control_plane import compact, describe, reset, sweep
 from statecore.core.errors import ResetRefusedError, UnknownStoreError
 from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
 from statecore.core.tokens import TokenCounter
-from statecore.core.turn_commit import TURN_META_BUCKET
+from statecore.operations.compaction import CompactionRequest
+from statecore.operations.control_plane import compact, describe, reset, sweep
+from statecore.operations.turn_commit import TURN_META_BUCKET
 from statecore.store.slots import TaskSlots, ToolSlots
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend

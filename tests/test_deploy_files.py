@@ -47,13 +47,8 @@ from statecore.temporal.devserver import (
     free_port,
     start_dev_server,
 )
-from statecore.temporal.settings import (
-    STATECORE_VARIABLES,
-    TEMPORAL_VARIABLES,
-    Environment,
-    log_settings,
-    worker_config,
-)
+from statecore.temporal.environment import STATECORE_VARIABLES, TEMPORAL_VARIABLES, Environment
+from statecore.temporal.settings import log_settings, worker_config
 from tests.dbs import fresh_database
 from tests.worker_cli import REPO, base_env, log_tail, worker_cli
 
@@ -331,7 +326,7 @@ def test_the_ui_decrypts_through_the_stacks_codec_server() -> None:
 async def test_the_codec_server_runs_as_the_compose_file_runs_it(tmp_path: Path) -> None:
     """Its command and environment from docker-compose.yml, the port moved to a free one:
     the UI's origin gets a payload encrypted with the workers' keys back decrypted."""
-    from statecore.encryption.codec import EncryptionCodec, Keyring
+    from statecore.temporal.encryption import EncryptionCodec, Keyring
 
     keys = f"2025-01:{statecore.generate_key()}"
     port = free_port()

@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from statecore.core import control_plane as control
-from statecore.core.bundles import (
+from statecore.core.errors import AlreadyExistsError
+from statecore.core.models import ALL_STORES, KVScope, SessionRef
+from statecore.core.tokens import TokenCounter
+from statecore.operations import control_plane as control
+from statecore.operations.bundles import (
     export_namespace,
     export_session,
     import_namespace,
     import_session,
 )
-from statecore.core.compaction import CompactionRequest
-from statecore.core.errors import AlreadyExistsError
-from statecore.core.models import ALL_STORES, KVScope, SessionRef
-from statecore.core.tokens import TokenCounter
+from statecore.operations.compaction import CompactionRequest
 from statecore.store.slots import TaskSlots, ToolSlots
 from statecore.store.sql import SqlStateStore
 from statecore.temporal.devserver import DevServer
@@ -366,8 +366,8 @@ async def test_a_share_reaches_only_the_shared_state_of_its_own_namespace(
     from statecore.contract.activities import CommitTurnInput
     from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp
     from statecore.core.errors import ShareTokenUnknownError
-    from statecore.core.shares import new_token
-    from statecore.core.turn_commit import commit_turn
+    from statecore.operations.shares import new_token
+    from statecore.operations.turn_commit import commit_turn
 
     victim = tenants.victim
     ticket = new_token()

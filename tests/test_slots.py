@@ -13,7 +13,7 @@ from statecore.core.errors import (
     NotFoundError,
 )
 from statecore.core.models import SessionRef
-from statecore.core.turn_commit import TURN_BUCKET, TURN_META_BUCKET
+from statecore.operations.turn_commit import TURN_BUCKET, TURN_META_BUCKET
 from statecore.store.kv_partition import (
     bucket_key_counts,
     bucket_store,

@@ -14,9 +14,9 @@ from statecore.activities.turns import TurnActivities
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, GenerateInput
 from statecore.core.errors import NotFoundError, RevisionConflictError
 from statecore.core.models import Message, SessionRef, StoredMessage, TokenUsage, ToolCall
-from statecore.core.turn_commit import commit_turn, find_turn
-from statecore.core.turn_record import compact_record, expanded_record, record_value
 from statecore.llm.offline import OfflineModel
+from statecore.operations.turn_commit import commit_turn, find_turn
+from statecore.operations.turn_record import compact_record, expanded_record, record_value
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database

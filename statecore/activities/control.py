@@ -23,14 +23,14 @@ from statecore.contract.activities import (
     SessionSnapshot,
 )
 from statecore.contract.session import TurnBudget
-from statecore.core import control_plane as control
-from statecore.core.change_records import record, session_event
-from statecore.core.compaction import CompactionRequest
 from statecore.core.errors import UnknownAgentError
 from statecore.core.models import StateOperationResult
-from statecore.core.turn_commit import snapshot
 from statecore.llm import ModelSummarizer
 from statecore.observability.metrics import record_compaction
+from statecore.operations import control_plane as control
+from statecore.operations.change_records import record, session_event
+from statecore.operations.compaction import CompactionRequest
+from statecore.operations.turn_commit import snapshot
 from statecore.store import StoreTransaction, run_transaction
 
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from statecore.contract.session import TurnBudget
-from statecore.core.agent_turns import AgentTurnRunner
 from statecore.core.errors import StatecoreError, UnknownAgentError
 from statecore.core.model_windows import context_budget
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
 from statecore.llm import ChatModel
+from statecore.operations.agent_turns import AgentTurnRunner
 from statecore.store.base import StateStore
 
 

@@ -23,7 +23,7 @@ from statecore.contract.shares import (
     RedeemShareResult,
 )
 from statecore.core.models import validate_key
-from statecore.core.shares import new_token, read_shared_kv, read_shared_state, resolve
+from statecore.operations.shares import new_token, read_shared_kv, read_shared_state, resolve
 from statecore.store import StoreTransaction, run_transaction
 
 

@@ -30,13 +30,13 @@ from statecore.contract.activities import (
     ReadStateInput,
     ReadStateResult,
 )
-from statecore.core.agent_turns import AgentTurnRequest, AgentTurnRunner
-from statecore.core.context_window import AssembledContext, assemble_context
 from statecore.core.errors import ConflictError, InvalidInputError
 from statecore.core.models import KVEntry, Message
-from statecore.core.turn_commit import commit_turn, find_turn
 from statecore.llm import ModelRequest, ModelResponse
 from statecore.observability.metrics import record_turn
+from statecore.operations.agent_turns import AgentTurnRequest, AgentTurnRunner
+from statecore.operations.context_window import AssembledContext, assemble_context
+from statecore.operations.turn_commit import commit_turn, find_turn
 from statecore.store import StoreTransaction, run_transaction
 from statecore.store.slots import validate_user_bucket
 

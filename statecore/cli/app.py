@@ -31,7 +31,7 @@ from statecore.cli.exits import (
 )
 from statecore.cli.output import print_error
 from statecore.cli.settings import Settings, add_global_options
-from statecore.temporal.settings import Environment
+from statecore.temporal.environment import Environment
 
 DESCRIPTION = """\
 Operate statecore sessions: durable state for long-running AI agents on Temporal.

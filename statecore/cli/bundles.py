@@ -27,7 +27,7 @@ from statecore.core.errors import AlreadyExistsError, SessionStateError
 from statecore.core.models import SessionRef, StateOperationResult
 
 if TYPE_CHECKING:
-    from statecore.core.bundle_format import NamespaceBundle, SessionBundle
+    from statecore.operations.bundle_format import NamespaceBundle, SessionBundle
     from statecore.store.base import StateStore, StoreTransaction
 
 _SESSION_PAGE = 500
@@ -75,7 +75,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 async def export(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.bundles import dump_bundle, export_session
+    from statecore.operations.bundles import dump_bundle, export_session
 
     if args.all and args.agent is not None:
         raise UsageError("give AGENT SESSION to export one session, or --all, not both")
@@ -112,7 +112,7 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _export_all(store: StateStore, settings: Settings) -> NamespaceBundle:
-    from statecore.core.bundles import export_namespace
+    from statecore.operations.bundles import export_namespace
 
     console = stderr()
     if settings.json or not console.is_terminal:
@@ -131,7 +131,7 @@ async def _export_all(store: StateStore, settings: Settings) -> NamespaceBundle:
 
 
 def _summary(bundle: SessionBundle | NamespaceBundle, file: str, size: int) -> dict[str, object]:
-    from statecore.core.bundles import SessionBundle
+    from statecore.operations.bundles import SessionBundle
 
     if isinstance(bundle, SessionBundle):
         return {
@@ -170,7 +170,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _read_bundle(file: str) -> SessionBundle | NamespaceBundle:
-    from statecore.core.bundles import load_bundle
+    from statecore.operations.bundles import load_bundle
 
     try:
         data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
@@ -180,7 +180,7 @@ def _read_bundle(file: str) -> SessionBundle | NamespaceBundle:
 
 
 async def import_bundle(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.bundles import (
+    from statecore.operations.bundles import (
         NamespaceBundle,
         SessionBundle,
         import_namespace,

@@ -59,7 +59,7 @@ async def upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def sweep(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.control_plane import sweep as sweep_store
+    from statecore.operations.control_plane import sweep as sweep_store
 
     async with settings.store() as store:
         report = await sweep_store(store)

@@ -29,7 +29,7 @@ EXIT_REFUSED = 4
 EXIT_UNREACHABLE = 5
 EXIT_INTERRUPTED = 130
 
-#: The payload encoding of statecore's encryption codec (statecore.encryption.codec.ENCODING).
+#: The payload encoding of statecore's encryption codec (statecore.temporal.encryption.ENCODING).
 ENCRYPTED_ENCODING = "binary/encrypted"
 
 EXIT_CODES_HELP = """\

@@ -115,7 +115,7 @@ async def describe(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _describe_from_database(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.control_plane import describe as describe_stored
+    from statecore.operations.control_plane import describe as describe_stored
 
     ref = SessionRef(namespace=settings.tenant, agent_id=args.agent, session_id=args.session)
     async with settings.store() as store:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from statecore.cli.exits import UnreachableError, UsageError
 from statecore.core.models import DEFAULT_NAMESPACE
 from statecore.temporal import settings as shared
-from statecore.temporal.settings import Environment
+from statecore.temporal.environment import Environment, flag_type
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -59,14 +59,14 @@ def add_global_options(
     )
     group.add_argument(
         "--timeout",
-        type=shared.flag_type(_positive_seconds),
+        type=flag_type(_positive_seconds),
         default=default(DEFAULT_TIMEOUT_SECONDS),
         metavar="SECONDS",
         help="how long to wait for a session's worker to answer (default 30)",
     )
     group.add_argument(
         "--payload-limit",
-        type=shared.flag_type(_payload_bytes),
+        type=flag_type(_payload_bytes),
         default=default(None),
         metavar="BYTES",
         help="the server's payload size limit; larger requests are refused before they are "
@@ -74,7 +74,7 @@ def add_global_options(
     )
     group.add_argument(
         "--context-window",
-        type=shared.flag_type(_tokens),
+        type=flag_type(_tokens),
         default=default(None),
         metavar="TOKENS",
         help="the context window of the workers' model: a message that can never fit the "
@@ -190,7 +190,7 @@ class Settings:
 
             return statecore_data_converter()
         try:
-            from statecore.encryption.codec import Keyring, encrypted_data_converter
+            from statecore.temporal.encryption import Keyring, encrypted_data_converter
         except ImportError as exc:
             raise UsageError(
                 "--encryption-keys needs the encryption extra: pip install 'statecore[encryption]'"

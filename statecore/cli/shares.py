@@ -26,7 +26,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 async def list_shares(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.share_listing import namespace_grants, redemptions
+    from statecore.operations.share_listing import namespace_grants, redemptions
     from statecore.store import StoreTransaction, run_transaction
 
     async def read(tx: StoreTransaction) -> list[dict[str, Any]]:
@@ -61,7 +61,7 @@ async def list_shares(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def revoke_share(args: argparse.Namespace, settings: Settings) -> int:
-    from statecore.core.shares import revoke
+    from statecore.operations.shares import revoke
     from statecore.store import run_transaction
 
     async with settings.store() as store:

@@ -130,7 +130,7 @@ class CommitTurnInput(StatecoreModel):
     state: StateOp | None = None
     orchestration: OrchestrationOp | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
-    #: Grants, revocations and writes through redeemed share tokens (statecore.core.shares).
+    #: Grants, revocations and writes through redeemed share tokens (statecore.operations.shares).
     shares: ShareChanges | None = None
     #: The model call's outcome, stored with the turn (a turn without a model call has none).
     result: ModelOutcome | None = None

@@ -290,7 +290,7 @@ class TemporalRequestError(StatecoreError):
     code = "TemporalRequestFailed"
 
 
-# --- payload encryption (statecore.encryption.codec) -------------------------------------
+# --- payload encryption (statecore.temporal.encryption) -------------------------------------
 
 
 class PayloadDecryptionError(StatecoreError):

@@ -4,10 +4,11 @@ A model is pluggable: the Temporal activity that calls it only knows ``ChatModel
 responses are pydantic models built on ``statecore.core.models.Message``, so a reply can be stored
 as it is, tool calls included.
 
-The context assembler (``statecore.core.context_window``) marks the system messages it injects with
-``metadata[CONTEXT_PART]``: ``"system_prompt"``, ``"summary"`` or ``"hints"`` (one message, one
-``- `` line per hint). Models that talk to a server ignore the mark; the offline model reads it
-to say what context it was given, so tests can tell a wrong context from a right one.
+The context assembler (``statecore.operations.context_window``) marks the system messages it
+injects with ``metadata[CONTEXT_PART]``: ``"system_prompt"``, ``"summary"`` or ``"hints"`` (one
+message, one ``- `` line per hint). Models that talk to a server ignore the mark; the offline
+model reads it to say what context it was given, so tests can tell a wrong context from a
+right one.
 """
 
 from __future__ import annotations

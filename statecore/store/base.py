@@ -283,7 +283,7 @@ class KVStore(abc.ABC):
 
 
 class TurnRecordStore(abc.ABC):
-    """One record per committed turn of a session (``statecore.core.turn_record``), keyed by
+    """One record per committed turn of a session (``statecore.operations.turn_record``), keyed by
     turn id: what makes a turn's commit idempotent. A record is a JSON value, written once."""
 
     @abc.abstractmethod

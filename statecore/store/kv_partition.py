@@ -4,7 +4,7 @@ A session's KV scope is shared by four stores:
 
 - ``tools``: buckets ``tool.<tool name>`` (ToolSlots);
 - ``task``: buckets starting with ``task.`` (TaskSlots keeps ``task.records``);
-- ``conversation``: ``turn.*`` (the latest turn number, see ``statecore.core.turn_commit``)
+- ``conversation``: ``turn.*`` (the latest turn number, see ``statecore.operations.turn_commit``)
   and ``turn``, where turn records lived before they had a store of their own
   (``tx.turns``); these go away with the log;
 - ``kv``: every other bucket, the user's.
@@ -25,7 +25,7 @@ from statecore.store.base import KVStore
 TOOL_BUCKET_PREFIX = "tool."
 TASK_BUCKET_PREFIX = "task."
 TURN_BUCKET_PREFIX = "turn."
-#: Share grants and their bookkeeping, in the namespace's own scope (statecore.core.shares).
+#: Share grants and their bookkeeping, in the namespace's own scope (statecore.operations.shares).
 SHARE_BUCKET_PREFIX = "share."
 #: Bare names reserved as well: "turn" holds turn records; "tool"/"task" would read like slots.
 RESERVED_BUCKET_NAMES: tuple[str, ...] = ("tool", "task", "turn", "share")

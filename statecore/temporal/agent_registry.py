@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from statecore.core.agent_turns import AgentTurnRunner
 from statecore.core.models import validate_identifier
+from statecore.operations.agent_turns import AgentTurnRunner
 
 
 def agent_runners(agents: Mapping[str, Any]) -> dict[str, AgentTurnRunner]:
@@ -41,5 +41,5 @@ def _runner(name: str, agent: Any) -> AgentTurnRunner:
     raise ValueError(
         f"agents[{name!r}] is a {type(agent).__name__}; pass an agents.Agent (OpenAI Agents "
         "SDK), a LangGraph StateGraph or compiled graph, or an object with async "
-        "run_turn(request) (statecore.core.agent_turns)"
+        "run_turn(request) (statecore.operations.agent_turns)"
     )

@@ -19,7 +19,7 @@ from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientCon
 from temporalio.runtime import Runtime
 
 from statecore.core.errors import StatecoreError
-from statecore.temporal.settings import Environment, SettingError, parse_bool
+from statecore.temporal.environment import Environment, SettingError, parse_bool
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -115,9 +115,7 @@ class ConnectionConfig:
         except RuntimeError as exc:
             # "Failed client connect: Server connection error: tonic::transport::Error(...)"
             reason = " ".join(str(exc).split())[:400]
-            raise TemporalUnreachableError(
-                f"cannot reach Temporal at {where}: {reason}"
-            ) from exc
+            raise TemporalUnreachableError(f"cannot reach Temporal at {where}: {reason}") from exc
 
     # --- resolution ----------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """statecore's data converter: pydantic JSON payloads, optionally passed through a codec, and
 how the plugin fits it into a converter the user already configured.
 
-Kept apart from ``statecore.encryption.codec`` so the plugin can take any ``PayloadCodec`` without
-importing the optional ``cryptography`` package.
+Kept apart from ``statecore.temporal.encryption`` so the plugin can take any ``PayloadCodec``
+without importing the optional ``cryptography`` package.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from statecore.store import redact_url
 from statecore.temporal.devserver import DevServer
 
 if TYPE_CHECKING:
-    from statecore.temporal.worker import WorkerConfig
+    from statecore.temporal.worker_config import WorkerConfig
 
 log = logging.getLogger("statecore.worker")
 
@@ -38,7 +38,7 @@ def dev_server_for(config: WorkerConfig, codec_endpoint: str | None) -> DevServe
 def start_ui_codec_server(codec: PayloadCodec, ui_port: int) -> Any:
     """A codec server on a free local port that the dev server's Web UI (and only it) may
     call, so the UI shows encrypted payloads decrypted (docs/encryption.md)."""
-    from statecore.encryption.codec_server import CodecServer
+    from statecore.temporal.codec_server import CodecServer
 
     origins = [f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}"]
     server = CodecServer(codec, port=0, allowed_origins=origins).start()

@@ -96,7 +96,7 @@ class StatecorePlugin(SimplePlugin):
             the plugin opens (e.g. ``activities.tools.example_tools``).
         agents: framework agents that answer turns in place of a model, by name: an
             ``agents.Agent`` of the OpenAI Agents SDK (the ``openai-agents`` extra) or any
-            ``statecore.core.agent_turns.AgentTurnRunner``. A session whose ``model`` names
+            ``statecore.operations.agent_turns.AgentTurnRunner``. A session whose ``model`` names
             one, or whose ``agent_id`` names one while its model is ``"default"``, runs each
             turn as that agent's run (see docs/openai_agents.md).
         codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.

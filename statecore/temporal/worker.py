@@ -11,8 +11,6 @@ import asyncio
 import gc
 import logging
 import signal
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
 
-from statecore.contract.session import DEFAULT_TASK_QUEUE, SEARCH_ATTRIBUTES
+from statecore.contract.session import SEARCH_ATTRIBUTES
 from statecore.llm import ChatModel, model_from_config
 from statecore.observability.logs import SessionLogContext
 from statecore.observability.tracing import Tracing, start_tracing, worker_runtime
@@ -34,44 +32,12 @@ from statecore.temporal.connection import ConnectionConfig
 from statecore.temporal.dev_stack import dev_server_for, next_steps, start_ui_codec_server
 from statecore.temporal.devserver import DevServer
 from statecore.temporal.plugin import StatecorePlugin
-from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
+from statecore.temporal.worker_config import WorkerConfig
 
 log = logging.getLogger("statecore.worker")
 
 #: The signals that stop a worker run by ``run_worker``.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@dataclass
-class WorkerConfig:
-    """What a statecore worker runs with; ``run_worker`` takes it."""
-
-    #: How to reach Temporal (address, namespace, TLS, API key, temporal.toml profile).
-    connection: ConnectionConfig = field(default_factory=ConnectionConfig)
-    task_queue: str = DEFAULT_TASK_QUEUE
-    database_url: str = DEFAULT_DATABASE_URL
-    model: str = "offline"
-    model_base_url: str | None = None
-    model_api_key: str | None = None
-    encoding: str = "cl100k_base"
-    migrate: bool = True
-    #: Start an embedded dev server (with Web UI) and connect to it instead of ``connection``.
-    dev: bool = False
-    dev_port: int = 7233
-    dev_ui_port: int = 8233
-    data_dir: str = DEFAULT_DATA_DIR
-    register_search_attributes: bool = True
-    #: ``"id:key,id:key"`` (newest last): encrypt every payload with AES-256-GCM
-    #: (statecore.encryption.codec).
-    encryption_keys: str | None = None
-    #: Serve Prometheus metrics (Temporal's and statecore's) on ``metrics_host:metrics_port``.
-    metrics_port: int | None = None
-    metrics_host: str = "127.0.0.1"
-    #: OpenTelemetry tracing (the ``otel`` extra); spans to ``otel_endpoint`` (OTLP/gRPC) if
-    #: set, else to the console.
-    otel: bool = False
-    otel_endpoint: str | None = None
-    extra: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_models(config: WorkerConfig) -> dict[str, ChatModel]:
@@ -86,7 +52,7 @@ def build_codec(config: WorkerConfig) -> PayloadCodec | None:
     if not config.encryption_keys:
         return None
     # Imported only here: cryptography comes with the optional `encryption` extra.
-    from statecore.encryption.codec import EncryptionCodec, Keyring
+    from statecore.temporal.encryption import EncryptionCodec, Keyring
 
     keyring = Keyring.parse(config.encryption_keys)
     log.info(

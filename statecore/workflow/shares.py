@@ -47,7 +47,7 @@ from statecore.workflow.buffers import SessionReads
 
 TState = TypeVar("TState", bound=BaseModel)
 
-#: Must match ``statecore.core.shares.SHARE_ID_HEX`` (the store ring is off limits here).
+#: Must match ``statecore.operations.shares.SHARE_ID_HEX`` (the store ring is off limits here).
 _SHARE_ID_HEX = 24
 
 

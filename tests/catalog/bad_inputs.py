@@ -101,7 +101,7 @@ REFERENCES: list[Reference] = [
         "reserved buckets, bad tool names, bad task transitions",
     ),
     Reference(
-        "control plane (`statecore.core.control_plane`)",
+        "control plane (`statecore.operations.control_plane`)",
         "tests/test_control.py",
         "refused resets (empty store list, ambiguous namespace reset)",
     ),

@@ -8,7 +8,7 @@ import json
 
 from statecore.contract.activities import CommitTurnInput
 from statecore.core.models import Message, SessionRef
-from statecore.core.turn_commit import commit_turn
+from statecore.operations.turn_commit import commit_turn
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.cli.conftest import STATECORE, cli_environment, statecore

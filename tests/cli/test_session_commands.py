@@ -234,7 +234,7 @@ async def test_state_namespaces_are_separate_tenants(cli: CliEnv) -> None:
 
 
 async def test_encrypted_sessions_need_the_same_keyring(cli: CliEnv) -> None:
-    from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
+    from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
 
     keys = f"k1:{generate_key()}"
     async with (

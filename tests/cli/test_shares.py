@@ -9,8 +9,8 @@ from statecore.contract.activities import CommitTurnInput, StateOp
 from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp
 from statecore.core.errors import ShareRevokedError
 from statecore.core.models import SessionRef
-from statecore.core.shares import new_token, read_shared_state
-from statecore.core.turn_commit import commit_turn
+from statecore.operations.shares import new_token, read_shared_state
+from statecore.operations.turn_commit import commit_turn
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.cli.conftest import assert_one_line_error, statecore

@@ -70,8 +70,7 @@ async def test_reply_reports_context_size_and_echoes_the_last_user_message(model
 
 
 def test_context_part_matches_what_the_context_assembler_writes():
-    from statecore.core import context_window as context
-
+    from statecore.operations import context_window as context
     assert context.PART_KEY == CONTEXT_PART
 
 

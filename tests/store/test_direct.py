@@ -22,7 +22,7 @@ from sqlalchemy.pool import NullPool
 
 from statecore.core.errors import ConflictError
 from statecore.core.models import KVScope, Message, SessionRef
-from statecore.core.turn_commit import snapshot
+from statecore.operations.turn_commit import snapshot
 from statecore.store.migrate import upgrade_database
 from statecore.store.sql import SqlStateStore, direct
 from statecore.store.sql.context import SqlContext, select_session

@@ -12,12 +12,12 @@ import pytest
 
 from statecore.contract.activities import CommitTurnInput, FlowOp, KVOp, OrchestrationOp, StateOp
 from statecore.core.change_events import ChangeEvent
-from statecore.core.compaction import CompactionRequest
-from statecore.core.control_plane import compact, reset
 from statecore.core.errors import InvalidLimitError
 from statecore.core.models import Message, SessionRef, TokenUsage
 from statecore.core.tokens import TokenCounter
-from statecore.core.turn_commit import commit_turn
+from statecore.operations.compaction import CompactionRequest
+from statecore.operations.control_plane import compact, reset
+from statecore.operations.turn_commit import commit_turn
 from statecore.store import StateStore
 from statecore.store.feed import follow_events, read_events
 from tests.store.conftest import FakeClock

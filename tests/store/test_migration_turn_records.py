@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult
 from statecore.core.models import Message, SessionRef
-from statecore.core.turn_commit import commit_turn, find_turn
-from statecore.core.turn_record import expanded_record
+from statecore.operations.turn_commit import commit_turn, find_turn
+from statecore.operations.turn_record import expanded_record
 from statecore.store import open_store
 from statecore.store.migrate import HEAD_REVISION, upgrade_database
 from statecore.store.sql.engine import create_store_engine

@@ -10,8 +10,6 @@ import pytest
 
 from statecore.contract.activities import CommitTurnInput, StateOp
 from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp, ShareRevokeOp
-from statecore.core.bundles import export_namespace, export_session, import_session
-from statecore.core.control_plane import describe, reset
 from statecore.core.errors import (
     InvalidIdentifierError,
     InvalidInputError,
@@ -25,14 +23,16 @@ from statecore.core.errors import (
     VersionConflictError,
 )
 from statecore.core.models import SessionRef
-from statecore.core.shares import (
+from statecore.operations.bundles import export_namespace, export_session, import_session
+from statecore.operations.control_plane import describe, reset
+from statecore.operations.shares import (
     GRANT_BUCKET,
     new_token,
     read_shared_kv,
     read_shared_state,
     revoke,
 )
-from statecore.core.turn_commit import commit_turn
+from statecore.operations.turn_commit import commit_turn
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 
@@ -202,7 +202,7 @@ async def test_revoked_by_owner_or_operator_is_refused(
 
 
 def _id(token: str) -> str:
-    from statecore.core.shares import share_id_of
+    from statecore.operations.shares import share_id_of
 
     return share_id_of(token)
 

@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from statecore.core.errors import StatecoreError
 from statecore.core.models import SessionRef, StoredMessage
-from statecore.core.turn_commit import window_tokens
+from statecore.operations.turn_commit import window_tokens
 from statecore.store import StateStore
 from statecore.store.base import StoreTransaction
 from tests.store.helpers import assistant, ensure, user

@@ -25,8 +25,8 @@ import httpx
 import pytest
 
 from statecore.contract.session import SessionReport, workflow_id_for
-from statecore.encryption.codec import EncryptionCodec, Keyring, generate_key
 from statecore.temporal.devserver import DevServer, free_port, start_dev_server
+from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
 from tests.dbs import fresh_database
 from tests.temporal.conftest import running_env, temporal_cli
 
@@ -265,7 +265,7 @@ async def codec_server_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIte
     env["STATECORE_CODEC_TOKEN"] = TOKEN
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "statecore.encryption.codec_server", "--port", str(port)],
+            [sys.executable, "-m", "statecore.temporal.codec_server", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -163,7 +163,8 @@ def test_dev_takes_its_port_from_a_local_address_and_names_a_remote_one_it_ignor
     is checked here, without starting a server on the default port 7233."""
     import argparse
 
-    from statecore.temporal.settings import Environment, dev_port
+    from statecore.temporal.environment import Environment
+    from statecore.temporal.settings import dev_port
 
     def port_for(address: str | None, port: int | None = None) -> tuple[int, str | None]:
         args = argparse.Namespace(port=port, address=None)
@@ -239,7 +240,7 @@ def test_dev_with_encryption_keys_serves_the_codec_to_its_web_ui(tmp_path: Path)
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from statecore import generate_key
-    from statecore.encryption.codec import EncryptionCodec, Keyring
+    from statecore.temporal.encryption import EncryptionCodec, Keyring
 
     keys = f"dev:{generate_key()}"
     port, ui_port = free_port(), free_port()

@@ -8,8 +8,9 @@ so a graph run with ``graph.invoke`` needs no event loop of its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from statecore.integrations.langgraph.loop_bridge import LoopThread, call_on_loop
 from statecore.store import normalize_database_url
@@ -18,17 +19,21 @@ from statecore.store.sql.engine import create_store_engine
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from statecore.integrations.langgraph.saver import StatecoreSaver
-
 #: How long the sync form waits to open or close its engine.
 OPEN_TIMEOUT_SECONDS = 60.0
 
+#: The saver an opener makes: ``StatecoreSaver`` or a subclass of it.
+Saver = TypeVar("Saver")
 
-class SaverOpener:
-    """Returned by ``StatecoreSaver.from_conn_string``; enter it to get the saver."""
+
+class SaverOpener(Generic[Saver]):
+    """Returned by ``StatecoreSaver.from_conn_string``; enter it to get the saver.
+
+    ``saver_class`` is called with the engine and the options (and, in the sync form,
+    ``loop=``): the opener knows only how to own the engine, not the saver it hands out."""
 
     def __init__(
-        self, saver_class: type[StatecoreSaver], database_url: str, options: dict[str, Any]
+        self, saver_class: Callable[..., Saver], database_url: str, options: dict[str, Any]
     ) -> None:
         self._saver_class = saver_class
         self._url = normalize_database_url(database_url)
@@ -36,7 +41,7 @@ class SaverOpener:
         self._engine: AsyncEngine | None = None
         self._thread: LoopThread | None = None
 
-    async def __aenter__(self) -> StatecoreSaver:
+    async def __aenter__(self) -> Saver:
         self._engine = create_store_engine(self._url)
         return self._saver_class(self._engine, **self._options)
 
@@ -50,12 +55,12 @@ class SaverOpener:
             await self._engine.dispose()
             self._engine = None
 
-    def __enter__(self) -> StatecoreSaver:
+    def __enter__(self) -> Saver:
         thread = LoopThread()
         thread.start()
         self._thread = thread
 
-        async def open_saver() -> StatecoreSaver:
+        async def open_saver() -> Saver:
             self._engine = create_store_engine(self._url)
             return self._saver_class(self._engine, loop=thread.loop, **self._options)
 

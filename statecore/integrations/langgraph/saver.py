@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -52,12 +52,10 @@ from statecore.integrations.langgraph.loop_bridge import (
     call_on_loop,
 )
 from statecore.integrations.langgraph.maintenance import collect_blobs, keep_latest
+from statecore.integrations.langgraph.opener import SaverOpener
 from statecore.store.retry import DEFAULT_ATTEMPTS, retry_pause
 from statecore.store.sql.engine import READ_ONLY_OPTION, dialect_name
 from statecore.store.sql.transient import is_transient_conflict
-
-if TYPE_CHECKING:
-    from statecore.integrations.langgraph.opener import SaverOpener
 
 T = TypeVar("T")
 
@@ -106,12 +104,10 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
     # --- opening --------------------------------------------------------------------------
 
     @classmethod
-    def from_conn_string(cls, database_url: str, **kwargs: Any) -> SaverOpener:
+    def from_conn_string(cls, database_url: str, **kwargs: Any) -> SaverOpener[Self]:
         """A context manager owning an engine for ``database_url`` (``sqlite:///path``,
         ``postgresql://...``, ``mysql://...``): ``async with`` on an event loop, plain
         ``with`` in synchronous code (the saver then runs on a private loop thread)."""
-        from statecore.integrations.langgraph.opener import SaverOpener
-
         return SaverOpener(cls, database_url, kwargs)
 
     @classmethod

@@ -40,11 +40,11 @@ from langgraph.types import Command, Interrupt
 from pydantic import JsonValue
 from sqlalchemy.exc import DBAPIError
 
-from statecore.core.agent_turns import AgentTurnOutcome, AgentTurnRequest
 from statecore.core.errors import AgentRunError, InvalidInputError, StatecoreError
 from statecore.core.models import Message, SessionRef, ToolCall
-from statecore.core.turn_commit import find_turn
 from statecore.integrations.langgraph.saver import StatecoreSaver
+from statecore.operations.agent_turns import AgentTurnOutcome, AgentTurnRequest
+from statecore.operations.turn_commit import find_turn
 from statecore.store import StateStore, run_transaction
 
 #: The checkpoint metadata key naming the statecore turn that wrote the checkpoint.

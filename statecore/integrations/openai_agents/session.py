@@ -15,7 +15,6 @@ from typing import Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
 
-from statecore.core.context_window import assemble_context
 from statecore.core.errors import InvalidInputError
 from statecore.core.model_windows import context_budget
 from statecore.core.models import (
@@ -28,6 +27,7 @@ from statecore.core.models import (
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
 from statecore.integrations.openai_agents.items import items_to_messages, messages_to_items
+from statecore.operations.context_window import assemble_context
 from statecore.store import MEMORY_URL, StateStore, StoreTransaction, open_store, run_transaction
 
 #: The agent id a standalone session is stored under unless told otherwise.

@@ -16,7 +16,6 @@ from typing import Any
 from agents import Agent, RunConfig, Runner
 from openai import APIConnectionError, InternalServerError, RateLimitError
 
-from statecore.core.agent_turns import AgentTurnOutcome, AgentTurnRequest
 from statecore.core.errors import (
     AgentRunError,
     InvalidInputError,
@@ -25,6 +24,7 @@ from statecore.core.errors import (
 )
 from statecore.core.models import Message, TokenUsage
 from statecore.integrations.openai_agents.session import TurnBoundSession
+from statecore.operations.agent_turns import AgentTurnOutcome, AgentTurnRequest
 
 #: What the OpenAI client raises when a retry later can succeed (timeouts are connection
 #: errors); anything else a run raises is the turn's own failure.

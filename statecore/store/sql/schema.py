@@ -159,7 +159,7 @@ class KVEntryRow(Base):
 
 
 class TurnRecordRow(Base):
-    """What a committed turn returned (``statecore.core.turn_record``): a replayed commit of
+    """What a committed turn returned (``statecore.operations.turn_record``): a replayed commit of
     the turn id finds it and answers from it. Keyed by the session's surrogate key, so a
     record costs its turn id and a short JSON array, not a KV row's scope columns."""
 

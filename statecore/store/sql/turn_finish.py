@@ -22,7 +22,7 @@ create its numbering row (``SqlEventStore.append_in_steps``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import func, select
 
@@ -37,7 +37,19 @@ from statecore.store.sql.schema import orchestration_states, turn_records
 from statecore.store.sql.turn_records import conflict, insert_statement
 
 if TYPE_CHECKING:
-    from statecore.store.sql.store import SqlTransaction
+    from statecore.store.sql.events import SqlEventStore
+    from statecore.store.sql.kv import SqlKVStore
+    from statecore.store.sql.orchestration import SqlOrchestrationStore
+    from statecore.store.sql.turn_records import SqlTurnRecordStore
+
+
+class TurnStores(Protocol):
+    """The parts of a SQL transaction a turn's end writes through (``SqlTransaction``)."""
+
+    events: SqlEventStore
+    kv: SqlKVStore
+    turns: SqlTurnRecordStore
+    orchestration: SqlOrchestrationStore
 
 
 @direct.prebuilt
@@ -58,7 +70,7 @@ def _statement(with_usage: bool, with_events: bool) -> Any:
 
 
 async def finish_turn(
-    tx: SqlTransaction,
+    tx: TurnStores,
     ctx: SqlContext,
     ref: SessionRef,
     turn_id: str,

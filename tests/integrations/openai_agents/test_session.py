@@ -15,11 +15,11 @@ from statecore.core.errors import (
     InvalidIdentifierError,
     InvalidInputError,
 )
-from statecore.core.inspection import inspect_session
 from statecore.core.models import MAX_MESSAGE_BYTES
 from statecore.core.profile import SessionProfile
 from statecore.integrations.openai_agents import StatecoreSession
 from statecore.integrations.openai_agents.items import ITEM_KEY
+from statecore.operations.inspection import inspect_session
 from statecore.store import StateStore
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 from tests.store_backends import open_backend

@@ -7,7 +7,7 @@ Create Date: 2026-11-25
 Each committed change of a namespace is recorded as a small event (ids and sizes) in the
 transaction that commits it; ``event_heads`` holds each namespace's last event number. Share
 tokens need no table of their own: their grants live in reserved buckets of the namespace's
-KV scope (``statecore.core.shares``).
+KV scope (``statecore.operations.shares``).
 
 Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
 doing the same thing whatever later code changes.

@@ -17,16 +17,17 @@ from typing import Any
 
 from statecore.contract.activities import CommitTurnInput, CommitTurnResult, SessionSnapshot
 from statecore.contract.session import LogCounters
-from statecore.core.change_records import turn_events
 from statecore.core.models import SessionInfo, SessionRef, StoredMessage, TokenUsage
-from statecore.core.shares import apply_share_changes
-from statecore.core.turn_record import read_record, record_value
+from statecore.operations.change_records import turn_events
+from statecore.operations.shares import apply_share_changes
+from statecore.operations.turn_record import read_record, record_value
 from statecore.store.base import StoreTransaction
 from statecore.store.slots import validate_user_bucket
 
 #: Reserved KV buckets of a session (never writable through the public KV surface). Turn
 #: records were kept in ``turn`` before they had a store of their own; schema 1 bundles carry
-#: them as entries of that bucket, which import into ``tx.turns`` (``statecore.core.bundles``).
+#: them as entries of that bucket, which import into ``tx.turns``
+#: (``statecore.operations.bundles``).
 TURN_BUCKET = "turn"
 TURN_META_BUCKET = "turn.meta"
 _LATEST_KEY = "latest"

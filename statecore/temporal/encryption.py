@@ -67,7 +67,7 @@ def parse_key_material(text: str, *, key_id: str = "?") -> bytes:
     if len(raw) != KEY_BYTES:
         raise ValueError(
             f"encryption key {key_id!r} is {len(raw) * 8} bits; AES-256-GCM needs exactly 256"
-            f" ({KEY_BYTES} bytes, e.g. from statecore.encryption.codec.generate_key())"
+            f" ({KEY_BYTES} bytes, e.g. from statecore.temporal.encryption.generate_key())"
         )
     return raw
 

@@ -14,10 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from statecore.core.change_events import NewEvent
-from statecore.core.change_records import record, session_event
-from statecore.core.compaction import CompactionRequest, TransactionHook, compact_session
 from statecore.core.errors import ResetRefusedError, SessionNotFoundError, UnknownStoreError
-from statecore.core.inspection import conversation_report, inspect_session
 from statecore.core.models import (
     ALL_STORES,
     SessionRef,
@@ -27,9 +24,12 @@ from statecore.core.models import (
     validate_identifier,
 )
 from statecore.core.profile import SessionProfile
-from statecore.core.shares import invalidate_owner, invalidate_shares
-from statecore.core.summarizers import Summarizer
 from statecore.core.tokens import TokenCounter
+from statecore.operations.change_records import record, session_event
+from statecore.operations.compaction import CompactionRequest, TransactionHook, compact_session
+from statecore.operations.inspection import conversation_report, inspect_session
+from statecore.operations.shares import invalidate_owner, invalidate_shares
+from statecore.operations.summarizers import Summarizer
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.kv_partition import clear_store
 from statecore.store.retry import run_transaction

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from statecore.contract.activities import CommitTurnInput
 from statecore.core.change_events import NewEvent, json_bytes
 from statecore.core.models import SessionRef, StoredMessage
-from statecore.core.shares import share_id_of
+from statecore.operations.shares import share_id_of
 from statecore.store.base import StoreTransaction
 
 

@@ -5,7 +5,7 @@ it back verbatim (seqs, turn ids, token counts, KV revisions, flow history) in o
 transaction, so a failed import leaves the target exactly as it was. Each goes through
 ``run_transaction``: one that lost a deadlock or found SQLite busy runs again whole.
 ``fork_session`` is time travel: a new session that starts from an old flow checkpoint. The
-file format lives in ``statecore.core.bundle_format`` and is re-exported here.
+file format lives in ``statecore.operations.bundle_format`` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from statecore.core.bundle_format import (
+from statecore.core.change_events import NewEvent
+from statecore.core.errors import (
+    AlreadyExistsError,
+    BundleError,
+    InvalidInputError,
+    SessionNotFoundError,
+)
+from statecore.core.models import (
+    Hint,
+    KVEntry,
+    KVScope,
+    OrchestrationState,
+    SessionInfo,
+    SessionRef,
+    StateOperationResult,
+    StoredMessage,
+    validate_identifier,
+)
+from statecore.operations.bundle_format import (
     BUNDLE_SCHEMA_VERSION,
     NAMESPACE_FORMAT,
     SESSION_FORMAT,
@@ -31,28 +49,10 @@ from statecore.core.bundle_format import (
     dump_bundle,
     load_bundle,
 )
-from statecore.core.change_events import NewEvent
-from statecore.core.change_records import record, session_event
-from statecore.core.errors import (
-    AlreadyExistsError,
-    BundleError,
-    InvalidInputError,
-    SessionNotFoundError,
-)
-from statecore.core.inspection import inspect_session
-from statecore.core.models import (
-    Hint,
-    KVEntry,
-    KVScope,
-    OrchestrationState,
-    SessionInfo,
-    SessionRef,
-    StateOperationResult,
-    StoredMessage,
-    validate_identifier,
-)
-from statecore.core.shares import invalidate_owner, is_share_entry
-from statecore.core.turn_record import compact_record
+from statecore.operations.change_records import record, session_event
+from statecore.operations.inspection import inspect_session
+from statecore.operations.shares import invalidate_owner, is_share_entry
+from statecore.operations.turn_record import compact_record
 from statecore.store.base import StateStore, StoreTransaction
 from statecore.store.retry import run_transaction
 

@@ -70,7 +70,7 @@ class OrchestrationSnapshot(StatecoreModel):
 
 
 class TurnRecordEntry(StatecoreModel):
-    """A committed turn's record (``statecore.core.turn_record``), as stored: importing it
+    """A committed turn's record (``statecore.operations.turn_record``), as stored: importing it
     keeps a re-sent turn id deduplicated."""
 
     turn_id: str

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from statecore.core.models import ALL_STORES, SessionInfo, SessionRef, StateStoreReport
-from statecore.core.share_listing import share_summaries
-from statecore.core.turn_commit import TURN_META_BUCKET
+from statecore.operations.share_listing import share_summaries
+from statecore.operations.turn_commit import TURN_META_BUCKET
 from statecore.store.base import StoreTransaction
 from statecore.store.kv_partition import (
     KV_STORES,

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from statecore.core.change_events import NewEvent
-from statecore.core.context_window import group_exchanges
 from statecore.core.errors import (
     ConflictError,
     InvalidInputError,
@@ -46,7 +45,8 @@ from statecore.core.models import (
     validate_text,
 )
 from statecore.core.profile import SessionProfile, check_limit
-from statecore.core.summarizers import ExtractiveSummarizer, Summarizer
+from statecore.operations.context_window import group_exchanges
+from statecore.operations.summarizers import ExtractiveSummarizer, Summarizer
 
 if TYPE_CHECKING:  # tiktoken and SQL stay out of this module's imports (sandbox-friendly)
     from statecore.core.tokens import TokenCounter

@@ -1,6 +1,6 @@
 """What operators see of share tokens: the grants of an owner or a namespace, and who
 redeemed each (``describe``, ``statecore shares list``). Reads only; see
-``statecore.core.shares`` for how grants are stored and checked."""
+``statecore.operations.shares`` for how grants are stored and checked."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import JsonValue
 
 from statecore.contract.shares import ShareGrant, ShareKind, ShareRedemption
 from statecore.core.models import MAX_PAGE_SIZE, SessionRef
-from statecore.core.shares import (
+from statecore.operations.shares import (
     GRANT_BUCKET,
     OWNER_BUCKET,
     USE_BUCKET,

@@ -2,7 +2,7 @@
 
 ::
 
-    STATECORE_ENCRYPTION_KEYS=2025:... python -m statecore.encryption.codec_server --port 8081
+    STATECORE_ENCRYPTION_KEYS=2025:... python -m statecore.temporal.codec_server --port 8081
     temporal server start-dev --ui-codec-endpoint http://127.0.0.1:8081
 
 It implements Temporal's remote codec protocol: ``POST .../decode`` and ``POST .../encode``
@@ -32,7 +32,7 @@ from temporalio.converter import PayloadCodec
 
 from statecore.core.errors import StatecoreError
 
-log = logging.getLogger("statecore.encryption.codec_server")
+log = logging.getLogger("statecore.temporal.codec_server")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8081
@@ -47,7 +47,7 @@ class CodecServer(ThreadingHTTPServer):
     """An HTTP server applying ``codec`` for remote callers (see module docs).
 
     Args:
-        codec: the codec to apply, e.g. ``statecore.encryption.codec.EncryptionCodec``.
+        codec: the codec to apply, e.g. ``statecore.temporal.encryption.EncryptionCodec``.
         host, port: where to listen; port 0 picks a free one (see ``url``).
         allowed_origins: browser origins (scheme://host:port) the UI is served from.
         token: when set, requests need ``Authorization: Bearer <token>``.
@@ -201,9 +201,9 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m statecore.encryption.codec_server``: flags override the environment
-    (statecore.temporal.settings, where an empty variable counts as unset)."""
-    from statecore.temporal.settings import (
+    """``python -m statecore.temporal.codec_server``: flags override the environment
+    (statecore.temporal.environment, where an empty variable counts as unset)."""
+    from statecore.temporal.environment import (
         Environment,
         SettingError,
         flag_type,
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     if not keys:
         p.error("no keys: pass --keys or set STATECORE_ENCRYPTION_KEYS")
     # Imported here: cryptography comes with the optional `encryption` extra.
-    from statecore.encryption.codec import EncryptionCodec, Keyring
+    from statecore.temporal.encryption import EncryptionCodec, Keyring
 
     try:
         keyring = Keyring.parse(keys)
