@@ -7,14 +7,14 @@
         --model-base-url http://localhost:8000/v1
 
 `statecore worker --help` lists every flag and its environment variable
-(statecore.temporal.settings reads them all).
+(statecore.temporal._settings reads them all).
 """
 
 from __future__ import annotations
 
 import sys
 
-from statecore.cli.app import exit_process, run_command
+from statecore.cli._app import exit_process, run_command
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,12 +16,12 @@ from typing import Any
 
 from temporalio import activity
 
-from statecore.activities.failures import typed_errors
-from statecore.activities.resources import WorkerResources
-from statecore.contract.activities import ToolBinding, ToolCallInput, ToolCallResult
-from statecore.core.errors import InvalidInputError
-from statecore.store.retry import run_transaction
-from statecore.store.slots import validate_user_bucket
+from statecore.activities._failures import typed_errors
+from statecore.activities._resources import WorkerResources
+from statecore.contract._activities import ToolBinding, ToolCallInput, ToolCallResult
+from statecore.core._errors import InvalidInputError
+from statecore.store._retry import run_transaction
+from statecore.store._slots import validate_user_bucket
 
 TOOL_CALCULATOR = "statecore.example.calculator"
 TOOL_LOOKUP = "statecore.example.lookup"

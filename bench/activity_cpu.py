@@ -64,12 +64,12 @@ assert statecore.__file__.startswith(code), statecore.__file__
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from temporalio.testing import ActivityEnvironment
-from statecore.activities.resources import WorkerResources
-from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, GenerateInput, KVOp
-from statecore.core.models import Message, SessionRef
-from statecore.llm.offline import OfflineModel
-from statecore.store.migrate import upgrade_database
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import CommitTurnInput, GenerateInput, KVOp
+from statecore.core._models import Message, SessionRef
+from statecore.llm._offline import OfflineModel
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
@@ -135,7 +135,7 @@ async def main():
     wal = await server_number(store, "wal") - wal
     header_bytes = await server_number(store, "headers")
     # Statements are counted after the timed turns: a statement listener sends every
-    # statement through SQLAlchemy's execution (statecore/store/sql/direct.py).
+    # statement through SQLAlchemy's execution (statecore/store/sql/_direct.py).
     event.listen(store.engine.sync_engine, "before_cursor_execute", count)
     counted = 20
     for n in range(warmup + turns + 1, warmup + turns + counted + 1):

@@ -38,10 +38,10 @@ from bench.chaos_processes import (
     WorkerProcess,
     private_postgres_unavailable,
 )
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
-from statecore.store.migrate import upgrade_database
-from statecore.temporal.client import AgentSessionClient
+from statecore.store._migrate import upgrade_database
+from statecore.temporal._client import AgentSessionClient
 
 TASK_QUEUE = "chaos"
 AGENT = "chaos-agent"

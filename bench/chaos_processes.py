@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from statecore.temporal.devserver import DevServer, free_port
+from statecore.temporal._devserver import DevServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

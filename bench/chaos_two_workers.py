@@ -17,8 +17,8 @@ from pathlib import Path
 
 from bench.chaos import AGENT, SESSION_OPTIONS, TASK_QUEUE, Chaos, Figures, Plan
 from bench.chaos_processes import WorkerProcess
-from statecore.core.errors import StatecoreError
-from statecore.temporal.client import AgentSessionClient
+from statecore.core._errors import StatecoreError
+from statecore.temporal._client import AgentSessionClient
 
 #: Continue-as-new this often, so runs roll over while workers die and sessions pause.
 TURNS_PER_RUN = 3
@@ -47,7 +47,7 @@ class TwoWorkerChaos(Chaos):
     async def run(self) -> Figures:
         started = time.monotonic()
         self.postgres.init().start()
-        from statecore.store.migrate import upgrade_database
+        from statecore.store._migrate import upgrade_database
 
         await upgrade_database(self.postgres.url)
         await self.server.start()

@@ -18,7 +18,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from statecore.llm import ModelRequest, ModelResponse, OfflineModel
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._plugin import StatecorePlugin
 
 
 class LatentOfflineModel:

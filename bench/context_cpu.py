@@ -5,7 +5,7 @@
 
 Every chat turn rebuilds its context from the stored window, so whatever context assembly
 does per window message grows with the window: up to the model's budget, thousands of
-messages in a long session. This times ``statecore.operations.context_window.build_context`` on
+messages in a long session. This times ``statecore.operations._context_window.build_context`` on
 windows of ``--sizes`` stored messages (alternating user and assistant, 25 tokens each,
 or with a tool call and its result every tenth message with ``--tools``), a budget they
 all fit (123,904 tokens, the offline model's), and one new user message. Each run is a
@@ -45,9 +45,9 @@ code, sizes, calls, tools = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv
 sys.path.insert(0, code)
 import statecore
 assert statecore.__file__.startswith(code), statecore.__file__
-from statecore.operations.context_window import build_context
-from statecore.core.models import Message, StoredMessage, ToolCall
-from statecore.core.tokens import TokenCounter
+from statecore.operations._context_window import build_context
+from statecore.core._models import Message, StoredMessage, ToolCall
+from statecore.core._tokens import TokenCounter
 
 counter = TokenCounter()
 now = datetime.now(UTC)

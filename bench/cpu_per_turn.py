@@ -44,9 +44,9 @@ from bench.environment import machine_info  # noqa: E402
 from bench.measure import floor_scenario  # noqa: E402
 from bench.profile_turn import CONTENT, database  # noqa: E402
 from bench.worker_process import export_commit, worker_process  # noqa: E402
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.converter import statecore_data_converter  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._converter import statecore_data_converter  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 # Two-sided 95% Student's t quantiles by degrees of freedom (beyond 30: the normal's 1.96).

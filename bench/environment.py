@@ -12,7 +12,7 @@ from typing import Any
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-from statecore.temporal.devserver import DevServer, find_temporal_binary
+from statecore.temporal._devserver import DevServer, find_temporal_binary
 
 #: Server defaults (Temporal server 1.32) that shape turn latency and session length. The
 #: benchmark passes no ``--dynamic-config-value``, so these are the values in effect.

@@ -33,14 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.environment import machine_info  # noqa: E402
-from statecore.contract.activities import CommitTurnInput, KVOp, StateOp  # noqa: E402
+from statecore.contract._activities import CommitTurnInput, KVOp, StateOp  # noqa: E402
 from statecore.core import turn_commit  # noqa: E402
-from statecore.core.models import Message, SessionRef, TokenUsage  # noqa: E402
-from statecore.store.feed import follow_events  # noqa: E402
-from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.core._models import Message, SessionRef, TokenUsage  # noqa: E402
+from statecore.store._feed import follow_events  # noqa: E402
+from statecore.store._migrate import upgrade_database  # noqa: E402
 from statecore.store.sql import SqlStateStore, turn_finish  # noqa: E402
-from statecore.store.sql import events as sql_events  # noqa: E402
-from statecore.store.sql.events import SqlEventStore  # noqa: E402
+from statecore.store.sql import _events as sql_events  # noqa: E402
+from statecore.store.sql._events import SqlEventStore  # noqa: E402
 from tests.dbs import fresh_database, server_down_reason  # noqa: E402
 
 TARGET_SHARE_OF_TURN = 0.05

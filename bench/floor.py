@@ -21,7 +21,7 @@ from temporalio import activity, workflow
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
-from statecore.contract.session import SA_TURN
+from statecore.contract._session import SA_TURN
 
 FLOOR_WORKFLOW = "BenchFloorSession"
 FLOOR_ACTIVITY = "bench.floor.noop"

@@ -39,8 +39,8 @@ import statecore  # noqa: E402
 from bench.cpu_per_turn import ratio_summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
 from bench.store_kv import API_KEY, BUCKET, RAW_KEY, VALUE, RawKV  # noqa: E402
-from statecore.core.models import KVScope  # noqa: E402
-from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.core._models import KVScope  # noqa: E402
+from statecore.store._migrate import upgrade_database  # noqa: E402
 from statecore.store.sql import SqlStateStore  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 

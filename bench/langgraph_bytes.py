@@ -45,7 +45,7 @@ from bench.langgraph_chat import (  # noqa: E402
     user_message,
 )
 from statecore.integrations.langgraph import StatecoreSaver  # noqa: E402
-from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.store._migrate import upgrade_database  # noqa: E402
 from tests.dbs import fresh_database, server_down_reason  # noqa: E402
 
 #: The turns whose latency the report quotes.

@@ -63,10 +63,10 @@ from bench.side_by_side_measure import (  # noqa: E402
     write_result,
 )
 from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
-from statecore.integrations.langgraph.turns import LangGraphAgent  # noqa: E402
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
-from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
+from statecore.integrations.langgraph._turns import LangGraphAgent  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
+from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
 
 STATECORE_LABEL = (
     "statecore AgentSession running the same graph (LangGraph {version}) registered with "

@@ -38,8 +38,8 @@ from bench.load_checks import (
 )
 from bench.load_probes import SAMPLE_EVERY_SECONDS, CpuReading, Watch, proc_status_kib
 from bench.measure import CONTENT, percentile
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer, free_port, start_dev_server
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer, free_port, start_dev_server
 from tests.dbs import create_database, drop_database, server_down_reason
 from tests.worker_cli import base_env, log_tail, worker_cli
 

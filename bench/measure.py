@@ -32,7 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from bench.floor import DRAINING, FLOOR_WORKFLOW, FloorInput, FloorReply, FloorTurn
 from bench.process_cpu import CpuMeter, CpuReading
-from statecore.temporal.client import AgentSessionClient
+from statecore.temporal._client import AgentSessionClient
 
 #: What a turn says. Short, like a chat message; the offline model echoes it with a report.
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."

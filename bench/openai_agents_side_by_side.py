@@ -59,9 +59,9 @@ from bench.side_by_side_measure import (  # noqa: E402
 )
 from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
 from statecore.llm import OpenAICompatibleModel  # noqa: E402
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
-from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
+from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
 
 SDK_AGENT_LABEL = (
     "statecore AgentSession running the same agents.Agent (OpenAI Agents SDK {version}) "

@@ -58,12 +58,12 @@ from temporalio.testing import ActivityEnvironment  # noqa: E402
 from bench.cpu_per_turn import summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
 from bench.process_cpu import PostgresBackends  # noqa: E402
-from statecore.activities.resources import WorkerResources  # noqa: E402
-from statecore.activities.turns import TurnActivities  # noqa: E402
-from statecore.contract.activities import CommitTurnInput, GenerateInput  # noqa: E402
-from statecore.core.models import Message, SessionRef  # noqa: E402
-from statecore.llm.offline import OfflineModel  # noqa: E402
-from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.activities._resources import WorkerResources  # noqa: E402
+from statecore.activities._turns import TurnActivities  # noqa: E402
+from statecore.contract._activities import CommitTurnInput, GenerateInput  # noqa: E402
+from statecore.core._models import Message, SessionRef  # noqa: E402
+from statecore.llm._offline import OfflineModel  # noqa: E402
+from statecore.store._migrate import upgrade_database  # noqa: E402
 from statecore.store.sql import SqlStateStore  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 

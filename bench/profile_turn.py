@@ -47,9 +47,9 @@ from temporalio.client import Client  # noqa: E402
 
 from bench.environment import machine_info  # noqa: E402
 from bench.worker_process import export_commit, worker_process  # noqa: E402
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.converter import statecore_data_converter  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._converter import statecore_data_converter  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -16,7 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from bench.floor import DRAINING, FloorInput, FloorReply, FloorTurn
-from statecore.core.models import Message, SessionRef
+from statecore.core._models import Message, SessionRef
 from statecore.workflow import TurnSession
 
 STATE_WORKFLOW = "BenchStateSession"

@@ -5,7 +5,7 @@
 
 Inside one transaction of a real store, the session header read of every turn
 (``select_session``, by its unique key) runs ``--statements`` times through
-``SqlContext.execute``: directly (``statecore.store.sql.direct``), then through SQLAlchemy
+``SqlContext.execute``: directly (``statecore.store.sql._direct``), then through SQLAlchemy
 (a no-op ``before_cursor_execute`` listener on the engine sends every statement there), the
 order alternating by round. CPU time (``time.process_time``: every thread of the process)
 per statement; mean over rounds with a 95% interval, and the paired difference. Writes
@@ -33,10 +33,10 @@ from sqlalchemy import event  # noqa: E402
 from bench.cpu_per_turn import summary  # noqa: E402
 from bench.environment import machine_info  # noqa: E402
 from bench.profile_turn import database  # noqa: E402
-from statecore.core.models import SessionRef  # noqa: E402
-from statecore.store.migrate import upgrade_database  # noqa: E402
+from statecore.core._models import SessionRef  # noqa: E402
+from statecore.store._migrate import upgrade_database  # noqa: E402
 from statecore.store.sql import SqlStateStore, direct  # noqa: E402
-from statecore.store.sql.context import SqlContext, select_session  # noqa: E402
+from statecore.store.sql._context import SqlContext, select_session  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 REF = SessionRef(namespace="bench", agent_id="agent", session_id="statement-cost")

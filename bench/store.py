@@ -34,8 +34,8 @@ from bench.store_data import Seeded, seed_session, settle, verify_rows, verify_s
 from bench.store_kv import run_kv  # noqa: E402
 from bench.store_plot import plot_store  # noqa: E402
 from bench.store_probe import CountingTokenCounter, StatementLog, explain  # noqa: E402
-from statecore.core.models import Message, SessionRef  # noqa: E402
-from statecore.operations.context_window import assemble_context  # noqa: E402
+from statecore.core._models import Message, SessionRef  # noqa: E402
+from statecore.operations._context_window import assemble_context  # noqa: E402
 from statecore.store import open_store  # noqa: E402
 from statecore.store.sql import SqlStateStore  # noqa: E402
 from tests.dbs import fresh_database, server_down_reason  # noqa: E402

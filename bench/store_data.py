@@ -25,13 +25,13 @@ from typing import Any
 
 from sqlalchemy import insert, text, update
 
-from statecore.core.models import Message, SessionRef, ToolCall
-from statecore.core.tokens import TokenCounter
+from statecore.core._models import Message, SessionRef, ToolCall
+from statecore.core._tokens import TokenCounter
 from statecore.store import StateStore
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.message_rows import stored_columns
-from statecore.store.sql.schema import messages as message_table
-from statecore.store.sql.schema import sessions
+from statecore.store.sql._message_rows import stored_columns
+from statecore.store.sql._schema import messages as message_table
+from statecore.store.sql._schema import sessions
 
 #: Rows per INSERT batch (one transaction each), small enough to bound memory.
 BATCH_ROWS = 20_000

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from statecore.core.models import KVScope
+from statecore.core._models import KVScope
 from statecore.store.sql import SqlStateStore
 
 BUCKET = "bench"

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from statecore.core.tokens import TokenCounter
+from statecore.core._tokens import TokenCounter
 
 # SQLite's EXPLAIN QUERY PLAN says "SCAN <table>" when it walks a whole table or index and
 # "SEARCH <table> USING ..." when it seeks.

@@ -59,9 +59,9 @@ from bench.turn_report import (  # noqa: E402
     phase_report,
     target_report,
 )
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
-from statecore.temporal.plugin import StatecorePlugin  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
+from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
 from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -49,9 +49,9 @@ from bench.environment import machine_info  # noqa: E402
 from bench.measure import floor_scenario  # noqa: E402
 from bench.profile_turn import CONTENT, database  # noqa: E402
 from bench.worker_process import worker_process  # noqa: E402
-from statecore.temporal.client import AgentSessionClient  # noqa: E402
-from statecore.temporal.converter import statecore_data_converter  # noqa: E402
-from statecore.temporal.devserver import start_dev_server  # noqa: E402
+from statecore.temporal._client import AgentSessionClient  # noqa: E402
+from statecore.temporal._converter import statecore_data_converter  # noqa: E402
+from statecore.temporal._devserver import start_dev_server  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 GROUPS = ("event loop", "temporal core", "workflow", "other")

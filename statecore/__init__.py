@@ -18,58 +18,58 @@ __version__ = "0.2.0"
 #: the type checker's view below cannot disagree.
 _EXPORTS: dict[str, str] = {
     # Temporal: the plugin, the client and the worker.
-    "StatecorePlugin": "statecore.temporal.plugin",
-    "AgentSessionClient": "statecore.temporal.client",
-    "WorkerConfig": "statecore.temporal.worker_config",
-    "run_worker": "statecore.temporal.worker",
-    "ConnectionConfig": "statecore.temporal.connection",
-    "AgentSession": "statecore.agent_session.workflow",
+    "StatecorePlugin": "statecore.temporal._plugin",
+    "AgentSessionClient": "statecore.temporal._client",
+    "WorkerConfig": "statecore.temporal._worker_config",
+    "run_worker": "statecore.temporal._worker",
+    "ConnectionConfig": "statecore.temporal._connection",
+    "AgentSession": "statecore.agent_session._workflow",
     # The turn API, for your own workflows.
-    "TurnSession": "statecore.workflow.turn",
-    "Turn": "statecore.workflow.turn",
+    "TurnSession": "statecore.workflow._turn",
+    "Turn": "statecore.workflow._turn",
     # The operator contract.
-    "SessionInput": "statecore.contract.session",
-    "SendMessageInput": "statecore.contract.session",
-    "TurnResult": "statecore.contract.session",
-    "SessionReport": "statecore.contract.session",
-    "DEFAULT_TASK_QUEUE": "statecore.contract.session",
-    "WORKFLOW_TYPE": "statecore.contract.session",
-    "workflow_id_for": "statecore.contract.session",
+    "SessionInput": "statecore.contract._session",
+    "SendMessageInput": "statecore.contract._session",
+    "TurnResult": "statecore.contract._session",
+    "SessionReport": "statecore.contract._session",
+    "DEFAULT_TASK_QUEUE": "statecore.contract._session",
+    "WORKFLOW_TYPE": "statecore.contract._session",
+    "workflow_id_for": "statecore.contract._session",
     # The data.
-    "Message": "statecore.core.models",
-    "StoredMessage": "statecore.core.models",
-    "ToolCall": "statecore.core.models",
-    "SessionRef": "statecore.core.models",
-    "TokenUsage": "statecore.core.models",
-    "KVEntry": "statecore.core.models",
-    "ScopedState": "statecore.core.models",
-    "FlowCheckpoint": "statecore.core.models",
-    "StateOperationResult": "statecore.core.models",
-    "SessionProfile": "statecore.core.profile",
+    "Message": "statecore.core._models",
+    "StoredMessage": "statecore.core._models",
+    "ToolCall": "statecore.core._models",
+    "SessionRef": "statecore.core._models",
+    "TokenUsage": "statecore.core._models",
+    "KVEntry": "statecore.core._models",
+    "ScopedState": "statecore.core._models",
+    "FlowCheckpoint": "statecore.core._models",
+    "StateOperationResult": "statecore.core._models",
+    "SessionProfile": "statecore.core._profile",
     # Tools a workflow binds to a model call (see docs/tool_agent.md).
-    "ToolBinding": "statecore.contract.activities",
-    "ToolCallInput": "statecore.contract.activities",
-    "ToolCallResult": "statecore.contract.activities",
+    "ToolBinding": "statecore.contract._activities",
+    "ToolCallInput": "statecore.contract._activities",
+    "ToolCallResult": "statecore.contract._activities",
     # Schema migrations (Alembic), for deployments that migrate apart from the workers.
-    "upgrade_database": "statecore.store.migrate",
-    "current_revision": "statecore.store.migrate",
-    "HEAD_REVISION": "statecore.store.migrate",
+    "upgrade_database": "statecore.store._migrate",
+    "current_revision": "statecore.store._migrate",
+    "HEAD_REVISION": "statecore.store._migrate",
     # Payload encryption: needs the optional `encryption` extra (cryptography).
-    "EncryptionCodec": "statecore.temporal.encryption",
-    "Keyring": "statecore.temporal.encryption",
-    "encrypted_data_converter": "statecore.temporal.encryption",
-    "generate_key": "statecore.temporal.encryption",
+    "EncryptionCodec": "statecore.temporal._encryption",
+    "Keyring": "statecore.temporal._encryption",
+    "encrypted_data_converter": "statecore.temporal._encryption",
+    "generate_key": "statecore.temporal._encryption",
     # Storage.
     "StateStore": "statecore.store",
     "open_store": "statecore.store",
     "run_transaction": "statecore.store",
     # The change feed: every committed change, in order (docs/shared_state.md).
-    "ChangeEvent": "statecore.core.change_events",
-    "follow_events": "statecore.store.feed",
-    "read_events": "statecore.store.feed",
+    "ChangeEvent": "statecore.core._change_events",
+    "follow_events": "statecore.store._feed",
+    "read_events": "statecore.store._feed",
     # Share tokens inside a turn (``turn.shares``).
-    "SharedState": "statecore.workflow.shares",
-    "SharedKV": "statecore.workflow.shares",
+    "SharedState": "statecore.workflow._shares",
+    "SharedKV": "statecore.workflow._shares",
     # Models (the LLM kind).
     "ChatModel": "statecore.llm",
     "ModelRequest": "statecore.llm",
@@ -77,17 +77,17 @@ _EXPORTS: dict[str, str] = {
     "OfflineModel": "statecore.llm",
     "OpenAICompatibleModel": "statecore.llm",
     # Errors: the root and the families a program catches.
-    "StatecoreError": "statecore.core.errors",
-    "InvalidInputError": "statecore.core.errors",
-    "ConflictError": "statecore.core.errors",
-    "NotFoundError": "statecore.core.errors",
-    "SessionNotFoundError": "statecore.core.errors",
-    "SessionStateError": "statecore.core.errors",
-    "SessionPausedError": "statecore.core.errors",
-    "SessionClosedError": "statecore.core.errors",
-    "SessionDrainingError": "statecore.core.errors",
-    "ModelError": "statecore.core.errors",
-    "ShareError": "statecore.core.errors",
+    "StatecoreError": "statecore.core._errors",
+    "InvalidInputError": "statecore.core._errors",
+    "ConflictError": "statecore.core._errors",
+    "NotFoundError": "statecore.core._errors",
+    "SessionNotFoundError": "statecore.core._errors",
+    "SessionStateError": "statecore.core._errors",
+    "SessionPausedError": "statecore.core._errors",
+    "SessionClosedError": "statecore.core._errors",
+    "SessionDrainingError": "statecore.core._errors",
+    "ModelError": "statecore.core._errors",
+    "ShareError": "statecore.core._errors",
 }
 
 # Spelled out (not derived from _EXPORTS) so tools that read __all__ statically see it;
@@ -170,9 +170,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from statecore.agent_session.workflow import AgentSession
-    from statecore.contract.activities import ToolBinding, ToolCallInput, ToolCallResult
-    from statecore.contract.session import (
+    from statecore.agent_session._workflow import AgentSession
+    from statecore.contract._activities import ToolBinding, ToolCallInput, ToolCallResult
+    from statecore.contract._session import (
         DEFAULT_TASK_QUEUE,
         WORKFLOW_TYPE,
         SendMessageInput,
@@ -181,8 +181,8 @@ if TYPE_CHECKING:
         TurnResult,
         workflow_id_for,
     )
-    from statecore.core.change_events import ChangeEvent
-    from statecore.core.errors import (
+    from statecore.core._change_events import ChangeEvent
+    from statecore.core._errors import (
         ConflictError,
         InvalidInputError,
         ModelError,
@@ -195,7 +195,7 @@ if TYPE_CHECKING:
         ShareError,
         StatecoreError,
     )
-    from statecore.core.models import (
+    from statecore.core._models import (
         FlowCheckpoint,
         KVEntry,
         Message,
@@ -206,7 +206,7 @@ if TYPE_CHECKING:
         TokenUsage,
         ToolCall,
     )
-    from statecore.core.profile import SessionProfile
+    from statecore.core._profile import SessionProfile
     from statecore.llm import (
         ChatModel,
         ModelRequest,
@@ -215,18 +215,18 @@ if TYPE_CHECKING:
         OpenAICompatibleModel,
     )
     from statecore.store import StateStore, open_store, run_transaction
-    from statecore.store.feed import follow_events, read_events
-    from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-    from statecore.temporal.client import AgentSessionClient
-    from statecore.temporal.connection import ConnectionConfig
-    from statecore.temporal.encryption import (
+    from statecore.store._feed import follow_events, read_events
+    from statecore.store._migrate import HEAD_REVISION, current_revision, upgrade_database
+    from statecore.temporal._client import AgentSessionClient
+    from statecore.temporal._connection import ConnectionConfig
+    from statecore.temporal._encryption import (
         EncryptionCodec,
         Keyring,
         encrypted_data_converter,
         generate_key,
     )
-    from statecore.temporal.plugin import StatecorePlugin
-    from statecore.temporal.worker import run_worker
-    from statecore.temporal.worker_config import WorkerConfig
-    from statecore.workflow.shares import SharedKV, SharedState
-    from statecore.workflow.turn import Turn, TurnSession
+    from statecore.temporal._plugin import StatecorePlugin
+    from statecore.temporal._worker import run_worker
+    from statecore.temporal._worker_config import WorkerConfig
+    from statecore.workflow._shares import SharedKV, SharedState
+    from statecore.workflow._turn import Turn, TurnSession

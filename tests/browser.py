@@ -17,7 +17,7 @@ from urllib.error import URLError
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from statecore.core.models import Message, SessionInfo, SessionRef, StoredMessage, ToolCall
-from statecore.core.tokens import TokenCounter
+from statecore.core._models import Message, SessionInfo, SessionRef, StoredMessage, ToolCall
+from statecore.core._tokens import TokenCounter
 
 REF = SessionRef(agent_id="agent", session_id="s1")
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from statecore.core.models import KVScope, Message, SessionRef
+from statecore.core._models import KVScope, Message, SessionRef
 from statecore.store import StateStore, StoreTransaction
-from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.store._slots import TaskSlots, ToolSlots
 from tests.sql_rows import Owner
 
 SESSIONS = [("planner", "s1"), ("planner", "s2"), ("coder", "s1")]

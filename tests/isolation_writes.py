@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from statecore.core.models import KVScope, Message, OrchestrationUpdate
-from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.core._models import KVScope, Message, OrchestrationUpdate
+from statecore.store._slots import TaskSlots, ToolSlots
 from tests.isolation_data import TTL_SECONDS, Tenants, owner
 from tests.sql_rows import Owner
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from statecore.core.errors import SessionNotFoundError
-from statecore.core.models import Message, SessionRef
-from statecore.operations.bundles import export_session
-from statecore.operations.turn_commit import TURN_META_BUCKET
-from statecore.store.base import StateStore
-from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.core._errors import SessionNotFoundError
+from statecore.core._models import Message, SessionRef
+from statecore.operations._bundles import export_session
+from statecore.operations._turn_commit import TURN_META_BUCKET
+from statecore.store._base import StateStore
+from statecore.store._slots import TaskSlots, ToolSlots
 
 
 async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> None:
@@ -30,7 +30,7 @@ async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> Non
                 ],
             )
             await tx.flow.save(ref, "plan", f"step-{turn}", {"turn": turn})
-            # What statecore.operations.turn_commit records for each committed turn.
+            # What statecore.operations._turn_commit records for each committed turn.
             await tx.turns.insert(ref, f"turn-{turn}", [turn + 1])
             await tx.kv.put(ref.kv_scope, TURN_META_BUCKET, "latest", {"turn": turn + 1})
         await tx.conversation.set_summary(ref, "The user asked question 0.", 2)

@@ -15,7 +15,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from statecore.store.sql.schema import (
+from statecore.store.sql._schema import (
     TABLE_PREFIX,
     event_heads,
     events,

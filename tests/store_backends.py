@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from statecore.store.base import StateStore
+from statecore.store._base import StateStore
 from tests.dbs import fresh_database
 
 #: Every test module of the control plane runs on these; PostgreSQL is added where marked.

@@ -8,15 +8,15 @@ import logging
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     AlreadyExistsError,
     BundleError,
     NotFoundError,
     SessionNotFoundError,
 )
-from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
-from statecore.operations.bundle_format import canonical_json
-from statecore.operations.bundles import (
+from statecore.core._models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.operations._bundle_format import canonical_json
+from statecore.operations._bundles import (
     NamespaceBundle,
     SessionBundle,
     dump_bundle,
@@ -27,10 +27,10 @@ from statecore.operations.bundles import (
     import_session,
     load_bundle,
 )
-from statecore.operations.control_plane import describe
-from statecore.operations.turn_commit import find_turn
-from statecore.store.migrate import upgrade_database
-from statecore.store.slots import TaskSlots
+from statecore.operations._control_plane import describe
+from statecore.operations._turn_commit import find_turn
+from statecore.store._migrate import upgrade_database
+from statecore.store._slots import TaskSlots
 from statecore.store.sql import SqlStateStore
 from tests.session_data import populate, snapshot
 from tests.store.helpers import hold_write_lock

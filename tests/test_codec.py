@@ -9,10 +9,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 
-from statecore.contract.session import SendMessageInput
-from statecore.core.errors import PayloadDecryptionError, UnknownEncryptionKeyError
-from statecore.temporal.converter import STATECORE_DATA_CONVERTER, statecore_data_converter
-from statecore.temporal.encryption import (
+from statecore.contract._session import SendMessageInput
+from statecore.core._errors import PayloadDecryptionError, UnknownEncryptionKeyError
+from statecore.temporal._converter import STATECORE_DATA_CONVERTER, statecore_data_converter
+from statecore.temporal._encryption import (
     ENCODING,
     KEY_ID_METADATA,
     EncryptionCodec,
@@ -188,11 +188,11 @@ async def test_encrypted_data_converter_seals_pydantic_models_and_failure_text()
 
 
 def test_worker_flag_and_environment_build_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from statecore.cli.app import build_parser
-    from statecore.temporal.environment import Environment
-    from statecore.temporal.settings import worker_config
-    from statecore.temporal.worker import build_codec
-    from statecore.temporal.worker_config import WorkerConfig
+    from statecore.cli._app import build_parser
+    from statecore.temporal._environment import Environment
+    from statecore.temporal._settings import worker_config
+    from statecore.temporal._worker import build_codec
+    from statecore.temporal._worker_config import WorkerConfig
 
     def parse_config(argv: list[str]) -> WorkerConfig:
         args = build_parser().parse_args(["worker", *argv])

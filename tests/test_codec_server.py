@@ -15,9 +15,9 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
+from statecore.temporal._devserver import free_port
+from statecore.temporal._encryption import EncryptionCodec, Keyring, generate_key
 from statecore.temporal.codec_server import CodecServer, main
-from statecore.temporal.devserver import free_port
-from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
 
 SECRET = "launch code: orchid-42-vermilion"
 UI_ORIGIN = "http://localhost:8233"

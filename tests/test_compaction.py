@@ -12,7 +12,7 @@ import pytest
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     ConflictError,
     InvalidInputError,
     InvalidLimitError,
@@ -21,9 +21,9 @@ from statecore.core.errors import (
     SessionNotFoundError,
     UnknownStrategyError,
 )
-from statecore.core.profile import SessionProfile
-from statecore.core.tokens import TokenCounter
-from statecore.operations.compaction import (
+from statecore.core._profile import SessionProfile
+from statecore.core._tokens import TokenCounter
+from statecore.operations._compaction import (
     DEFAULT_KEEP_MESSAGES,
     CompactionRequest,
     ExtractiveSummarizer,
@@ -35,7 +35,7 @@ from statecore.operations.compaction import (
     prepare_compaction,
     should_auto_summarize,
 )
-from statecore.store.base import StateStore
+from statecore.store._base import StateStore
 
 COUNTER = TokenCounter()
 
@@ -464,7 +464,7 @@ def test_policies_import_no_tokenizer_or_database() -> None:
     # Workflow code may import the policies (requests, should_auto_summarize); the Temporal
     # sandbox must not pull tiktoken or SQLAlchemy in through them.
     probe = (
-        "import sys, statecore.operations.compaction, statecore.operations.context_window; "
+        "import sys, statecore.operations._compaction, statecore.operations._context_window; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'tiktoken', 'sqlalchemy'}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

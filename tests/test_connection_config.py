@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from temporalio.service import TLSConfig
 
-from statecore.temporal.connection import ConnectionConfig, TemporalUnreachableError
-from statecore.temporal.devserver import free_port
-from statecore.temporal.environment import SettingError
+from statecore.temporal._connection import ConnectionConfig, TemporalUnreachableError
+from statecore.temporal._devserver import free_port
+from statecore.temporal._environment import SettingError
 
 PROFILES = """\
 [profile.default]

@@ -10,17 +10,17 @@ import tiktoken
 from conversation_log import REF, LogBuilder, assistant, call, result, user
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     ContextBudgetError,
     InvalidInputError,
     InvalidLimitError,
     SessionNotFoundError,
     UnknownStrategyError,
 )
-from statecore.core.models import Message, SessionRef
-from statecore.core.profile import SessionProfile
-from statecore.core.tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
-from statecore.operations.context_window import (
+from statecore.core._models import Message, SessionRef
+from statecore.core._profile import SessionProfile
+from statecore.core._tokens import CACHED_TEXT_CHARS, REPLY_PRIMING, TokenCounter
+from statecore.operations._context_window import (
     HINTS_LABEL,
     PART_KEY,
     SUMMARY_LABEL,
@@ -28,7 +28,7 @@ from statecore.operations.context_window import (
     build_context,
     group_exchanges,
 )
-from statecore.store.base import StateStore
+from statecore.store._base import StateStore
 
 COUNTER = TokenCounter()
 
@@ -272,7 +272,7 @@ def test_session_profile_defaults_and_validation() -> None:
     profile = SessionProfile.model_validate({})
     assert (profile.type, profile.max_tokens, profile.summarization_threshold) == (
         "rolling_window",
-        None,  # the model's context window (statecore.core.model_windows)
+        None,  # the model's context window (statecore.core._model_windows)
         3000,
     )
     assert SessionProfile(max_tokens=100, summarization_threshold=100).max_tokens == 100

@@ -20,17 +20,17 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from store_backends import BACKENDS, open_backend
 
-from statecore.core.errors import ContextBudgetError
-from statecore.core.models import Message, SessionRef, StoredMessage
-from statecore.core.tokens import TokenCounter
-from statecore.operations.compaction import CompactionRequest, apply_compaction, plan_compaction
-from statecore.operations.context_window import (
+from statecore.core._errors import ContextBudgetError
+from statecore.core._models import Message, SessionRef, StoredMessage
+from statecore.core._tokens import TokenCounter
+from statecore.operations._compaction import CompactionRequest, apply_compaction, plan_compaction
+from statecore.operations._context_window import (
     HINTS_LABEL,
     SUMMARY_LABEL,
     build_context,
     group_exchanges,
 )
-from statecore.store.base import StateStore
+from statecore.store._base import StateStore
 
 COUNTER = TokenCounter()
 PURE = settings(max_examples=60, deadline=None)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from statecore.contract.activities import CommitTurnInput, CommitTurnResult, ModelOutcome
-from statecore.contract.session import TurnCheckpoint
+from statecore.contract._activities import CommitTurnInput, CommitTurnResult, ModelOutcome
+from statecore.contract._session import TurnCheckpoint
 
 EARLIER_RECORD = {
     "turn": 3,

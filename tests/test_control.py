@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.core.errors import ResetRefusedError, UnknownStoreError
-from statecore.core.models import ALL_STORES, KVScope, Message, SessionRef
-from statecore.core.tokens import TokenCounter
-from statecore.operations.compaction import CompactionRequest
-from statecore.operations.control_plane import compact, describe, reset, sweep
-from statecore.operations.turn_commit import TURN_META_BUCKET
-from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.core._errors import ResetRefusedError, UnknownStoreError
+from statecore.core._models import ALL_STORES, KVScope, Message, SessionRef
+from statecore.core._tokens import TokenCounter
+from statecore.operations._compaction import CompactionRequest
+from statecore.operations._control_plane import compact, describe, reset, sweep
+from statecore.operations._turn_commit import TURN_META_BUCKET
+from statecore.store._slots import TaskSlots, ToolSlots
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
 

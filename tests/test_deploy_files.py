@@ -38,17 +38,17 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import statecore
-from statecore.cli.app import build_parser
-from statecore.contract.session import SEARCH_ATTRIBUTES
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import (
+from statecore.cli._app import build_parser
+from statecore.contract._session import SEARCH_ATTRIBUTES
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import (
     DevServer,
     find_temporal_binary,
     free_port,
     start_dev_server,
 )
-from statecore.temporal.environment import STATECORE_VARIABLES, TEMPORAL_VARIABLES, Environment
-from statecore.temporal.settings import log_settings, worker_config
+from statecore.temporal._environment import STATECORE_VARIABLES, TEMPORAL_VARIABLES, Environment
+from statecore.temporal._settings import log_settings, worker_config
 from tests.dbs import fresh_database
 from tests.worker_cli import REPO, base_env, log_tail, worker_cli
 
@@ -326,7 +326,7 @@ def test_the_ui_decrypts_through_the_stacks_codec_server() -> None:
 async def test_the_codec_server_runs_as_the_compose_file_runs_it(tmp_path: Path) -> None:
     """Its command and environment from docker-compose.yml, the port moved to a free one:
     the UI's origin gets a payload encrypted with the workers' keys back decrypted."""
-    from statecore.temporal.encryption import EncryptionCodec, Keyring
+    from statecore.temporal._encryption import EncryptionCodec, Keyring
 
     keys = f"2025-01:{statecore.generate_key()}"
     port = free_port()

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from statecore.core.errors import StatecoreError
-from statecore.temporal.devserver import port_is_free, start_dev_server
+from statecore.core._errors import StatecoreError
+from statecore.temporal._devserver import port_is_free, start_dev_server
 
 
 async def test_a_busy_port_is_refused_not_mistaken_for_our_server() -> None:

@@ -7,10 +7,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.tools import MAX_EXPRESSION_LENGTH, ExampleTools, evaluate
-from statecore.activities.resources import WorkerResources
-from statecore.contract.activities import ToolCallInput
-from statecore.core.errors import InvalidInputError
-from statecore.core.models import SessionRef, ToolCall
+from statecore.activities._resources import WorkerResources
+from statecore.contract._activities import ToolCallInput
+from statecore.core._errors import InvalidInputError
+from statecore.core._models import SessionRef, ToolCall
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from statecore.contract.session import MigrateInput, SendMessageInput, SessionInput
-from statecore.core.errors import InvalidIdentifierError
-from statecore.core.identifiers import IDENTIFIER_KINDS, MAX_ID_LENGTH, check_identifier
-from statecore.core.models import Message, SessionRef
-from statecore.store.inputs import checked_append
+from statecore.contract._session import MigrateInput, SendMessageInput, SessionInput
+from statecore.core._errors import InvalidIdentifierError
+from statecore.core._identifiers import IDENTIFIER_KINDS, MAX_ID_LENGTH, check_identifier
+from statecore.core._models import Message, SessionRef
+from statecore.store._inputs import checked_append
 
 SAMPLES = [
     "t" * MAX_ID_LENGTH,

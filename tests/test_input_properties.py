@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from statecore.agent_session.raw_input import parse_request
-from statecore.contract.session import (
+from statecore.agent_session._raw_input import parse_request
+from statecore.contract._session import (
     AddHintInput,
     CloseInput,
     CompactInput,
@@ -32,10 +32,10 @@ from statecore.contract.session import (
     SendMessageInput,
     SessionInput,
 )
-from statecore.core.errors import ERRORS_BY_CODE, StatecoreError
-from statecore.core.identifiers import check_identifier
-from statecore.core.models import SessionRef
-from statecore.store.inputs import checked_append, encode_json
+from statecore.core._errors import ERRORS_BY_CODE, StatecoreError
+from statecore.core._identifiers import check_identifier
+from statecore.core._models import SessionRef
+from statecore.store._inputs import checked_append, encode_json
 
 #: Every input of AgentSession: (operation, request model). Updates reset_state and
 #: compact_state take the signals' models; describe_state and the query take DescribeInput.

@@ -15,20 +15,20 @@ from typing import Any
 
 import pytest
 
-from statecore.core.errors import AlreadyExistsError
-from statecore.core.models import ALL_STORES, KVScope, SessionRef
-from statecore.core.tokens import TokenCounter
-from statecore.operations import control_plane as control
-from statecore.operations.bundles import (
+from statecore.core._errors import AlreadyExistsError
+from statecore.core._models import ALL_STORES, KVScope, SessionRef
+from statecore.core._tokens import TokenCounter
+from statecore.operations import _control_plane as control
+from statecore.operations._bundles import (
     export_namespace,
     export_session,
     import_namespace,
     import_session,
 )
-from statecore.operations.compaction import CompactionRequest
-from statecore.store.slots import TaskSlots, ToolSlots
+from statecore.operations._compaction import CompactionRequest
+from statecore.store._slots import TaskSlots, ToolSlots
 from statecore.store.sql import SqlStateStore
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import create_database, drop_database, fresh_database
 from tests.isolation_data import Tenants, foreign_labels, owner, populate, step
 from tests.isolation_writes import WRITES
@@ -46,7 +46,7 @@ COUNTER = TokenCounter()
 @pytest.fixture(scope="module")
 async def pg_url() -> AsyncIterator[str]:
     """A migrated PostgreSQL database for this module (skips when the server is down)."""
-    from statecore.store.migrate import upgrade_database
+    from statecore.store._migrate import upgrade_database
 
     url = await create_database("postgresql", "isolation")
     try:
@@ -363,11 +363,11 @@ async def test_session_clients_of_two_tenants_never_meet(dev_server: DevServer) 
 async def test_a_share_reaches_only_the_shared_state_of_its_own_namespace(
     store: SqlStateStore, pg_url: str, tenants: Tenants
 ) -> None:
-    from statecore.contract.activities import CommitTurnInput
-    from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp
-    from statecore.core.errors import ShareTokenUnknownError
-    from statecore.operations.shares import new_token
-    from statecore.operations.turn_commit import commit_turn
+    from statecore.contract._activities import CommitTurnInput
+    from statecore.contract._shares import ShareChanges, SharedWriteOp, ShareGrantOp
+    from statecore.core._errors import ShareTokenUnknownError
+    from statecore.operations._shares import new_token
+    from statecore.operations._turn_commit import commit_turn
 
     victim = tenants.victim
     ticket = new_token()

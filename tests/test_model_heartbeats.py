@@ -1,4 +1,4 @@
-"""A model call heartbeats while it runs (statecore.activities.turns._heartbeating): from a
+"""A model call heartbeats while it runs (statecore.activities._turns._heartbeating): from a
 timer beside the call, every third of the heartbeat timeout, until the call ends."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from statecore.activities.turns import _heartbeating
+from statecore.activities._turns import _heartbeating
 
 
 def _environment(heartbeat_timeout: float) -> tuple[ActivityEnvironment, list[float]]:

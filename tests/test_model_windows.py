@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.errors import InvalidLimitError
-from statecore.core.model_windows import (
+from statecore.core._errors import InvalidLimitError
+from statecore.core._model_windows import (
     DEFAULT_CONTEXT_BUDGET,
     MAX_REPLY_RESERVE,
     context_budget,
     context_window_for,
 )
-from statecore.llm.offline import OfflineModel
-from statecore.llm.openai_compat import OpenAICompatibleModel
+from statecore.llm._offline import OfflineModel
+from statecore.llm._openai_compat import OpenAICompatibleModel
 
 
 @pytest.mark.parametrize(

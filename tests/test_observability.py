@@ -25,11 +25,11 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from statecore.core.errors import SessionPausedError
-from statecore.observability.tracing import start_tracing
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer, free_port, start_dev_server
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.core._errors import SessionPausedError
+from statecore.observability._tracing import start_tracing
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer, free_port, start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 from tests.dbs import fresh_database
 from tests.worker_cli import base_env, worker_cli
 

@@ -1,5 +1,5 @@
 """PostgreSQL: a chat turn of a session whose previous turn this process committed commits in
-one statement (statecore/store/sql/one_statement_commit.py), and writes exactly what the
+one statement (statecore/store/sql/_one_statement_commit.py), and writes exactly what the
 usual commit writes, whatever other workers did to the session in between."""
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 from temporalio.testing import ActivityEnvironment
 
-from statecore.activities.resources import WorkerResources
-from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult
-from statecore.core.models import Message, SessionRef
-from statecore.llm.offline import OfflineModel
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.core._models import Message, SessionRef
+from statecore.llm._offline import OfflineModel
 from statecore.store import StoreTransaction, run_transaction
-from statecore.store.migrate import upgrade_database
-from statecore.store.sql import SqlStateStore, one_statement_commit
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql import _one_statement_commit as one_statement_commit
 from tests.dbs import fresh_database
 from tests.sql_rows import all_rows
 

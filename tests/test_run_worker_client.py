@@ -11,10 +11,10 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer
-from statecore.temporal.worker import run_worker
-from statecore.temporal.worker_config import WorkerConfig
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer
+from statecore.temporal._worker import run_worker
+from statecore.temporal._worker_config import WorkerConfig
 from tests.temporal.conftest import dev_server  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.temporal

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import dev_server
 from tests.worker_cli import empty_config_home

@@ -6,21 +6,21 @@ import asyncio
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     ConflictError,
     InvalidIdentifierError,
     InvalidInputError,
     NotFoundError,
 )
-from statecore.core.models import SessionRef
-from statecore.operations.turn_commit import TURN_BUCKET, TURN_META_BUCKET
-from statecore.store.kv_partition import (
+from statecore.core._models import SessionRef
+from statecore.operations._turn_commit import TURN_BUCKET, TURN_META_BUCKET
+from statecore.store._kv_partition import (
     bucket_key_counts,
     bucket_store,
     clear_store,
     store_key_counts,
 )
-from statecore.store.slots import TASK_BUCKET, TaskSlots, ToolSlots, validate_user_bucket
+from statecore.store._slots import TASK_BUCKET, TaskSlots, ToolSlots, validate_user_bucket
 from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from statecore.contract.activities import KVOp
-from statecore.contract.session import (
+from statecore.contract._activities import KVOp
+from statecore.contract._session import (
     CloseInput,
     CompactInput,
     DescribeInput,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.cli.conftest import STATECORE, assert_one_line_error, cli_environment, statecore
 from tests.dbs import fresh_database
 from tests.temporal.conftest import dev_server  # noqa: F401  (fixture)

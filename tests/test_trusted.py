@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from statecore.core.models import Message, StoredMessage, ToolCall
-from statecore.core.trusted import trusted
-from statecore.store.sql.message_rows import stored_columns, stored_message
+from statecore.core._models import Message, StoredMessage, ToolCall
+from statecore.core._trusted import trusted
+from statecore.store.sql._message_rows import stored_columns, stored_message
 
 CALL = {"id": "c1", "name": "weather", "arguments": '{"city": "Oslo"}'}
 

@@ -12,18 +12,18 @@ from typing import TypeVar
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from statecore.activities.resources import WorkerResources
-from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import (
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import (
     CommitTurnInput,
     CommitTurnResult,
     GenerateInput,
     GenerateResult,
     KVOp,
 )
-from statecore.core.models import Message, SessionRef, TokenUsage
-from statecore.llm.offline import OfflineModel
-from statecore.store.migrate import upgrade_database
+from statecore.core._models import Message, SessionRef, TokenUsage
+from statecore.llm._offline import OfflineModel
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 

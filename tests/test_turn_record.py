@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from statecore.activities.resources import WorkerResources
-from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, CommitTurnResult, GenerateInput
-from statecore.core.errors import NotFoundError, RevisionConflictError
-from statecore.core.models import Message, SessionRef, StoredMessage, TokenUsage, ToolCall
-from statecore.llm.offline import OfflineModel
-from statecore.operations.turn_commit import commit_turn, find_turn
-from statecore.operations.turn_record import compact_record, expanded_record, record_value
-from statecore.store.migrate import upgrade_database
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import CommitTurnInput, CommitTurnResult, GenerateInput
+from statecore.core._errors import NotFoundError, RevisionConflictError
+from statecore.core._models import Message, SessionRef, StoredMessage, TokenUsage, ToolCall
+from statecore.llm._offline import OfflineModel
+from statecore.operations._turn_commit import commit_turn, find_turn
+from statecore.operations._turn_record import compact_record, expanded_record, record_value
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 

@@ -14,8 +14,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import free_port
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.temporal

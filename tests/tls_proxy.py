@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from statecore.temporal.devserver import free_port
+from statecore.temporal._devserver import free_port
 
 #: The name the server certificate is issued to (and the only one it is valid for).
 SERVER_NAME = "temporal.statecore.test"

@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from statecore.contract.activities import (
+from statecore.contract._activities import (
     ACT_OPEN_SESSION,
     OpenSessionInput,
     SessionSnapshot,
@@ -32,8 +32,8 @@ from statecore.contract.activities import (
     ToolCallInput,
     ToolCallResult,
 )
-from statecore.core.errors import InvalidIdentifierError
-from statecore.core.models import (
+from statecore.core._errors import InvalidIdentifierError
+from statecore.core._models import (
     DEFAULT_NAMESPACE,
     Message,
     SessionRef,
@@ -43,7 +43,7 @@ from statecore.core.models import (
     validate_text,
 )
 from statecore.workflow import Turn, TurnSession
-from statecore.workflow.activity_calls import NON_RETRYABLE_CODES, failure_reason
+from statecore.workflow._activity_calls import NON_RETRYABLE_CODES, failure_reason
 
 TOOL_AGENT_WORKFLOW_TYPE = "ToolAgent"
 #: The flow step a finished task ends on; its data holds the task's result.

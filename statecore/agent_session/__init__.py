@@ -2,7 +2,7 @@
 
 ``WORKFLOWS`` are what ``StatecorePlugin`` registers on every worker."""
 
-from statecore.agent_session.workflow import AgentSession
+from statecore.agent_session._workflow import AgentSession
 
 WORKFLOWS: list[type] = [AgentSession]
 

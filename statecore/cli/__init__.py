@@ -22,6 +22,6 @@ Exit codes:
     5  cannot reach Temporal or the database (or no worker answered in time)
 """
 
-from statecore.cli.app import main
+from statecore.cli._app import main
 
 __all__ = ["main"]

@@ -6,17 +6,17 @@ the worker and the CLI choose a model from their flags.
 
 from __future__ import annotations
 
-from statecore.core.errors import InvalidInputError
-from statecore.llm.base import (
+from statecore.core._errors import InvalidInputError
+from statecore.llm._base import (
     CONTEXT_PART,
     ChatModel,
     ModelRequest,
     ModelResponse,
     ToolSpec,
 )
-from statecore.llm.offline import OfflineModel
-from statecore.llm.openai_compat import OpenAICompatibleModel
-from statecore.llm.summarizer import ModelSummarizer
+from statecore.llm._offline import OfflineModel
+from statecore.llm._openai_compat import OpenAICompatibleModel
+from statecore.llm._summarizer import ModelSummarizer
 
 __all__ = [
     "CONTEXT_PART",

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from statecore.core.errors import DatabaseUnavailableError, InvalidInputError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS
-from statecore.store.base import Clock, StateStore, StoreTransaction
+from statecore.core._errors import DatabaseUnavailableError, InvalidInputError
+from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.store._base import Clock, StateStore, StoreTransaction
+from statecore.store._retry import run_transaction
 from statecore.store.memory import MemoryStateStore
-from statecore.store.retry import run_transaction
 
 if TYPE_CHECKING:
-    from statecore.core.tokens import TokenCounter
+    from statecore.core._tokens import TokenCounter
 
 __all__ = [
     "MEMORY_URL",
@@ -96,7 +96,7 @@ def check_database_url(url: str) -> str:
     if isinstance(url, str) and url.strip().lower() == MEMORY_URL:
         return MEMORY_URL
     database_url = normalize_database_url(url)
-    from statecore.store.sql.engine import require_driver
+    from statecore.store.sql._engine import require_driver
 
     require_driver(database_url)
     return database_url
@@ -148,7 +148,7 @@ async def open_store(
 
     try:
         if migrate:
-            from statecore.store.migrate import upgrade_database
+            from statecore.store._migrate import upgrade_database
 
             await upgrade_database(database_url)
         return await SqlStateStore.connect(
@@ -159,7 +159,7 @@ async def open_store(
         )
     # A refused or silent server (OSError, the connect timeout) or the driver saying so.
     except (OSError, TimeoutError, OperationalError, InterfaceError) as exc:
-        from statecore.store.sql.engine import CONNECT_TIMEOUT_SECONDS
+        from statecore.store.sql._engine import CONNECT_TIMEOUT_SECONDS
 
         reason = (str(exc).strip().splitlines() or [""])[0]
         if isinstance(exc, TimeoutError) and not reason:

@@ -30,7 +30,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
-from statecore.core.errors import StatecoreError
+from statecore.core._errors import StatecoreError
 
 log = logging.getLogger("statecore.temporal.codec_server")
 
@@ -47,7 +47,7 @@ class CodecServer(ThreadingHTTPServer):
     """An HTTP server applying ``codec`` for remote callers (see module docs).
 
     Args:
-        codec: the codec to apply, e.g. ``statecore.temporal.encryption.EncryptionCodec``.
+        codec: the codec to apply, e.g. ``statecore.temporal._encryption.EncryptionCodec``.
         host, port: where to listen; port 0 picks a free one (see ``url``).
         allowed_origins: browser origins (scheme://host:port) the UI is served from.
         token: when set, requests need ``Authorization: Bearer <token>``.
@@ -202,8 +202,8 @@ class _CodecRequestHandler(BaseHTTPRequestHandler):
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m statecore.temporal.codec_server``: flags override the environment
-    (statecore.temporal.environment, where an empty variable counts as unset)."""
-    from statecore.temporal.environment import (
+    (statecore.temporal._environment, where an empty variable counts as unset)."""
+    from statecore.temporal._environment import (
         Environment,
         SettingError,
         flag_type,
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     if not keys:
         p.error("no keys: pass --keys or set STATECORE_ENCRYPTION_KEYS")
     # Imported here: cryptography comes with the optional `encryption` extra.
-    from statecore.temporal.encryption import EncryptionCodec, Keyring
+    from statecore.temporal._encryption import EncryptionCodec, Keyring
 
     try:
         keyring = Keyring.parse(keys)

@@ -7,12 +7,12 @@
         turn.append(Message(role="user", content=text))
         reply = await turn.respond()
 
-See ``statecore.workflow.turn`` for the contract.
+See ``statecore.workflow._turn`` for the contract.
 """
 
-from statecore.workflow.buffers import TurnFlow, TurnKV, TurnState
-from statecore.workflow.shares import SharedKV, SharedState, TurnShares
-from statecore.workflow.turn import Turn, TurnSession
+from statecore.workflow._buffers import TurnFlow, TurnKV, TurnState
+from statecore.workflow._shares import SharedKV, SharedState, TurnShares
+from statecore.workflow._turn import Turn, TurnSession
 
 __all__ = [
     "SharedKV",

@@ -22,11 +22,11 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from statecore.core.errors import ERRORS_BY_CODE, StatecoreError
-from statecore.operations.bundle_format import canonical_json
-from statecore.operations.bundles import dump_bundle, export_session, import_session, load_bundle
+from statecore.core._errors import ERRORS_BY_CODE, StatecoreError
+from statecore.operations._bundle_format import canonical_json
+from statecore.operations._bundles import dump_bundle, export_session, import_session, load_bundle
 from statecore.store import open_store
-from statecore.temporal.client import AgentSessionClient
+from statecore.temporal._client import AgentSessionClient
 from tests.catalog.bad_inputs import (
     BundleImport,
     ClientCall,

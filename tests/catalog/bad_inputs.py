@@ -1,7 +1,7 @@
 """The bad-input catalog: every kind of bad input statecore's entry points refuse, as data.
 
 Each entry names the entry point, the input (in words, for docs/bad-input.md), the error
-code a caller gets (``statecore.core.errors``), what the caller should do, and how to apply it
+code a caller gets (``statecore.core._errors``), what the caller should do, and how to apply it
 (one of the apply types of ``tests.catalog.kinds``). ``test_bad_input_catalog.py`` applies
 every entry to a live session and checks the three promises: a typed error, a session that
 keeps working, and stored rows left exactly as they were. ``python -m tests.catalog.render``
@@ -101,7 +101,7 @@ REFERENCES: list[Reference] = [
         "reserved buckets, bad tool names, bad task transitions",
     ),
     Reference(
-        "control plane (`statecore.operations.control_plane`)",
+        "control plane (`statecore.operations._control_plane`)",
         "tests/test_control.py",
         "refused resets (empty store list, ambiguous namespace reset)",
     ),

@@ -11,9 +11,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer
+from statecore.temporal._plugin import StatecorePlugin
 from tests.catalog.turn_api_workflow import CatalogAgent
 from tests.dbs import fresh_database
 from tests.temporal.conftest import dev_server, temporal_cli

@@ -8,7 +8,7 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
 from tests.catalog.bad_inputs import Entry, TurnApi
 from tests.catalog.conftest import CatalogEnv

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from statecore.core.errors import ERRORS_BY_CODE
+from statecore.core._errors import ERRORS_BY_CODE
 from tests.catalog.appliers import act, prepare
 from tests.catalog.bad_inputs import ENTRIES, Entry
 from tests.catalog.conftest import CatalogEnv

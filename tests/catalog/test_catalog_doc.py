@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from statecore.core.errors import ERRORS_BY_CODE
+from statecore.core._errors import ERRORS_BY_CODE
 from tests.catalog.bad_inputs import ENTRIES, REFERENCES
 from tests.catalog.render import DOC, render
 

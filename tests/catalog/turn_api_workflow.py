@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel, Field, JsonValue
 from temporalio import workflow
 
-from statecore.contract.activities import ACT_OPEN_SESSION, OpenSessionInput, SessionSnapshot
-from statecore.core.models import Message, SessionRef
+from statecore.contract._activities import ACT_OPEN_SESSION, OpenSessionInput, SessionSnapshot
+from statecore.core._models import Message, SessionRef
 from statecore.workflow import TurnSession
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, dev_server, running_env  # noqa: F401  (fixture)
 from tests.worker_cli import empty_config_home

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statecore.store.migrate import HEAD_REVISION, current_revision
-from statecore.temporal.devserver import free_port
+from statecore.store._migrate import HEAD_REVISION, current_revision
+from statecore.temporal._devserver import free_port
 from tests.cli.conftest import assert_one_line_error, statecore
 from tests.dbs import fresh_database
 

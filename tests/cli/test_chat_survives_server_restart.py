@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer, free_port
+from statecore.temporal._devserver import DevServer, free_port
 from tests.cli.conftest import STATECORE, cli_environment
 from tests.dbs import fresh_database
 from tests.temporal.worker_kill import (
@@ -122,7 +122,7 @@ def test_a_call_broken_under_it_is_retried_with_the_same_turn_id() -> None:
     status UNKNOWN) is waited out like a refused connection, not reported as final."""
     from temporalio.service import RPCError, RPCStatusCode
 
-    from statecore.temporal.client import _refusal_reason, _transient
+    from statecore.temporal._client import _refusal_reason, _transient
 
     broken = RPCError("transport error", RPCStatusCode.UNKNOWN, b"")
     assert _transient(broken)

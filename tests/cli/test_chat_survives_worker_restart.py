@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.cli.conftest import STATECORE, cli_environment
 from tests.dbs import fresh_database
 from tests.temporal.worker_kill import (

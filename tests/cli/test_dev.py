@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import free_port
+from statecore.temporal._devserver import free_port
 from tests.cli.conftest import ROOT, STATECORE, cli_environment, eventually, statecore
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-from statecore.contract.activities import CommitTurnInput
-from statecore.core.models import Message, SessionRef
-from statecore.operations.turn_commit import commit_turn
-from statecore.store.migrate import upgrade_database
+from statecore.contract._activities import CommitTurnInput
+from statecore.core._models import Message, SessionRef
+from statecore.operations._turn_commit import commit_turn
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.cli.conftest import STATECORE, cli_environment, statecore
 from tests.dbs import fresh_database

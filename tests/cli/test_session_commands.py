@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
 from tests.cli.conftest import CliEnv, Done, assert_one_line_error, eventually, statecore
 from tests.dbs import fresh_database
@@ -234,7 +234,7 @@ async def test_state_namespaces_are_separate_tenants(cli: CliEnv) -> None:
 
 
 async def test_encrypted_sessions_need_the_same_keyring(cli: CliEnv) -> None:
-    from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
+    from statecore.temporal._encryption import EncryptionCodec, Keyring, generate_key
 
     keys = f"k1:{generate_key()}"
     async with (

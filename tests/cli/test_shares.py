@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.contract.activities import CommitTurnInput, StateOp
-from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp
-from statecore.core.errors import ShareRevokedError
-from statecore.core.models import SessionRef
-from statecore.operations.shares import new_token, read_shared_state
-from statecore.operations.turn_commit import commit_turn
-from statecore.store.migrate import upgrade_database
+from statecore.contract._activities import CommitTurnInput, StateOp
+from statecore.contract._shares import ShareChanges, SharedWriteOp, ShareGrantOp
+from statecore.core._errors import ShareRevokedError
+from statecore.core._models import SessionRef
+from statecore.operations._shares import new_token, read_shared_state
+from statecore.operations._turn_commit import commit_turn
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.cli.conftest import assert_one_line_error, statecore
 from tests.dbs import fresh_database

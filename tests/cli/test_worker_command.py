@@ -16,8 +16,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer
 from tests.cli.conftest import ROOT, STATECORE, assert_one_line_error, cli_environment, statecore
 from tests.worker_cli import log_tail, worker_cli
 
@@ -106,7 +106,7 @@ async def test_a_bad_variable_is_one_line_naming_it(variable: str, value: str, s
 
 
 def test_tls_is_a_switch_that_never_takes_the_command_as_its_value() -> None:
-    from statecore.cli.app import build_parser
+    from statecore.cli._app import build_parser
 
     args = build_parser().parse_args(["--tls", "sessions", "list"])
     assert args.tls is True and args.command == "sessions"

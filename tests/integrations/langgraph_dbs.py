@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from statecore.integrations.langgraph import StatecoreSaver
-from statecore.store.migrate import upgrade_database
+from statecore.store._migrate import upgrade_database
 from tests.dbs import fresh_database
 
 DIALECTS = [

@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import func, select, update
 
 from bench.langgraph_chat import build_chat, user_message
-from statecore.core.errors import (
+from statecore.core._errors import (
     CheckpointTooLargeError,
     CorruptCheckpointError,
     InvalidInputError,
 )
 from statecore.integrations.langgraph import StatecoreSaver
-from statecore.store.sql.schema import graph_blobs, graph_checkpoints, graph_writes
+from statecore.store.sql._schema import graph_blobs, graph_checkpoints, graph_writes
 from tests.integrations.langgraph_dbs import DIALECTS, open_saver
 
 LIMIT = 4096

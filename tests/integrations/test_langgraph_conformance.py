@@ -10,7 +10,7 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from statecore.integrations.langgraph import StatecoreSaver
-from statecore.store.sql.engine import create_store_engine
+from statecore.store.sql._engine import create_store_engine
 from tests.integrations.langgraph_dbs import DIALECTS, migrated_database
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from statecore.core.models import Message, SessionRef
-from statecore.core.profile import SessionProfile
-from statecore.core.tokens import TokenCounter
-from statecore.integrations.langgraph.turns import LangGraphAgent, thread_id_for
-from statecore.operations.agent_turns import AgentTurnRequest
+from statecore.core._models import Message, SessionRef
+from statecore.core._profile import SessionProfile
+from statecore.core._tokens import TokenCounter
+from statecore.integrations.langgraph._turns import LangGraphAgent, thread_id_for
+from statecore.operations._agent_turns import AgentTurnRequest
 from statecore.store import StateStore, open_store, run_transaction
-from statecore.store.migrate import upgrade_database
+from statecore.store._migrate import upgrade_database
 from tests.dbs import fresh_database
 from tests.integrations.langgraph_graphs import build_graph
 

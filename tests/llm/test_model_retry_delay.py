@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from statecore.activities.failures import MAX_SERVER_RETRY_DELAY, typed_errors
-from statecore.core.errors import ModelError, ModelUnavailableError
+from statecore.activities._failures import MAX_SERVER_RETRY_DELAY, typed_errors
+from statecore.core._errors import ModelError, ModelUnavailableError
 
 
 async def fail_with(err: Exception) -> ApplicationError:

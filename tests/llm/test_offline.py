@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statecore.core.models import Message
-from statecore.core.tokens import TokenCounter
+from statecore.core._models import Message
+from statecore.core._tokens import TokenCounter
 from statecore.llm import CONTEXT_PART, ModelRequest, OfflineModel, ToolSpec
 
 CALCULATOR = ToolSpec(
@@ -70,7 +70,7 @@ async def test_reply_reports_context_size_and_echoes_the_last_user_message(model
 
 
 def test_context_part_matches_what_the_context_assembler_writes():
-    from statecore.operations import context_window as context
+    from statecore.operations import _context_window as context
     assert context.PART_KEY == CONTEXT_PART
 
 

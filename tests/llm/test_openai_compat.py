@@ -15,11 +15,11 @@ from email.utils import format_datetime
 
 import pytest
 
-from statecore.core.errors import InvalidInputError, ModelError, ModelUnavailableError
-from statecore.core.models import Message, ToolCall
+from statecore.core._errors import InvalidInputError, ModelError, ModelUnavailableError
+from statecore.core._models import Message, ToolCall
 from statecore.llm import ModelRequest, OpenAICompatibleModel, ToolSpec
-from statecore.llm.openai_compat import _retry_after
-from statecore.llm.openai_wire import USAGE_ESTIMATED
+from statecore.llm._openai_compat import _retry_after
+from statecore.llm._openai_wire import USAGE_ESTIMATED
 
 from .model_server import ModelServer, Reply, completion
 
@@ -343,7 +343,7 @@ def test_statecore_imports_without_the_openai_package_and_says_which_extra_to_in
 
         sys.meta_path.insert(0, NoOpenAI())
         import statecore
-        from statecore.core.errors import StatecoreError
+        from statecore.core._errors import StatecoreError
         from statecore.llm import OfflineModel, OpenAICompatibleModel
 
         OfflineModel()

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from statecore.core.errors import InvalidInputError, ModelError
-from statecore.core.models import Message, StoredMessage, ToolCall
+from statecore.core._errors import InvalidInputError, ModelError
+from statecore.core._models import Message, StoredMessage, ToolCall
 from statecore.llm import (
     ChatModel,
     ModelSummarizer,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from statecore.core.errors import StatecoreError
-from statecore.core.models import KVScope, Message, SessionRef
+from statecore.core._errors import StatecoreError
+from statecore.core._models import KVScope, Message, SessionRef
 from statecore.store import StateStore
 from tests.store.helpers import snapshot, tool_exchange, user
 

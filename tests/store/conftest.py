@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from statecore.core.models import SessionRef
-from statecore.core.tokens import TokenCounter
+from statecore.core._models import SessionRef
+from statecore.core._tokens import TokenCounter
 from statecore.store import MemoryStateStore, StateStore
 from tests.dbs import create_database, drop_database
 from tests.store.bad_input import Env, populate
@@ -47,7 +47,7 @@ class FakeClock:
 
 def _sql_backend_missing() -> str | None:
     try:
-        from statecore.store.migrate import upgrade_database  # noqa: F401
+        from statecore.store._migrate import upgrade_database  # noqa: F401
         from statecore.store.sql import SqlStateStore  # noqa: F401
     except ImportError as exc:
         return f"the SQL backend is not importable yet: {exc}"
@@ -70,7 +70,7 @@ async def database_url(
     reason = _sql_backend_missing()
     if reason is not None:
         pytest.skip(reason)
-    from statecore.store.migrate import upgrade_database
+    from statecore.store._migrate import upgrade_database
 
     if backend == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('conformance') / 'state.db'}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from statecore.core.models import KVScope, Message, SessionRef, ToolCall
+from statecore.core._models import KVScope, Message, SessionRef, ToolCall
 from statecore.store import StateStore
 
 

@@ -8,9 +8,9 @@ from alembic import command
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from statecore.store.migrate import alembic_config, upgrade_database
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import VERSION_TABLE
+from statecore.store._migrate import alembic_config, upgrade_database
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._schema import VERSION_TABLE
 
 ALL = [
     pytest.param("sqlite"),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     AlreadyExistsError,
     ContentTooLargeError,
     EmptyContentError,
@@ -22,7 +22,7 @@ from statecore.core.errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.core.models import (
+from statecore.core._models import (
     MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES,
     Message,

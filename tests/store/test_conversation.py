@@ -7,14 +7,14 @@ import asyncio
 import pytest
 from sqlalchemy import text
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     AlreadyExistsError,
     InvalidInputError,
     InvalidLimitError,
     SessionNotFoundError,
 )
-from statecore.core.models import Message, SessionRef, StoredMessage
-from statecore.core.tokens import TokenCounter
+from statecore.core._models import Message, SessionRef, StoredMessage
+from statecore.core._tokens import TokenCounter
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import assistant, ensure, tool_exchange, user

@@ -1,5 +1,5 @@
 """A turn's prebuilt statements run on SQLite and PostgreSQL without SQLAlchemy's execution
-(statecore.store.sql.direct), and nobody can tell: the same rows and values, the same
+(statecore.store.sql._direct), and nobody can tell: the same rows and values, the same
 errors, a lost connection replaced, and every statement still visible to whoever listens
 to the engine's events or logs its statements."""
 
@@ -20,14 +20,15 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Stateme
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from statecore.core.errors import ConflictError
-from statecore.core.models import KVScope, Message, SessionRef
-from statecore.operations.turn_commit import snapshot
-from statecore.store.migrate import upgrade_database
-from statecore.store.sql import SqlStateStore, direct
-from statecore.store.sql.context import SqlContext, select_session
-from statecore.store.sql.conversation import _insert_messages
-from statecore.store.sql.message_rows import stored_columns
+from statecore.core._errors import ConflictError
+from statecore.core._models import KVScope, Message, SessionRef
+from statecore.operations._turn_commit import snapshot
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql import _direct as direct
+from statecore.store.sql._context import SqlContext, select_session
+from statecore.store.sql._conversation import _insert_messages
+from statecore.store.sql._message_rows import stored_columns
 from tests.dbs import fresh_database, server_down_reason
 
 REF = SessionRef(namespace="direct", agent_id="agent", session_id="s1")

@@ -10,16 +10,16 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.contract.activities import CommitTurnInput, FlowOp, KVOp, OrchestrationOp, StateOp
-from statecore.core.change_events import ChangeEvent
-from statecore.core.errors import InvalidLimitError
-from statecore.core.models import Message, SessionRef, TokenUsage
-from statecore.core.tokens import TokenCounter
-from statecore.operations.compaction import CompactionRequest
-from statecore.operations.control_plane import compact, reset
-from statecore.operations.turn_commit import commit_turn
+from statecore.contract._activities import CommitTurnInput, FlowOp, KVOp, OrchestrationOp, StateOp
+from statecore.core._change_events import ChangeEvent
+from statecore.core._errors import InvalidLimitError
+from statecore.core._models import Message, SessionRef, TokenUsage
+from statecore.core._tokens import TokenCounter
+from statecore.operations._compaction import CompactionRequest
+from statecore.operations._control_plane import compact, reset
+from statecore.operations._turn_commit import commit_turn
 from statecore.store import StateStore
-from statecore.store.feed import follow_events, read_events
+from statecore.store._feed import follow_events, read_events
 from tests.store.conftest import FakeClock
 
 SECRET = "the-content-never-travels"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     AlreadyExistsError,
     InvalidLimitError,
     NotFoundError,
     SessionNotFoundError,
     StateTooLargeError,
 )
-from statecore.core.models import MAX_STATE_BYTES, SessionRef
+from statecore.core._models import MAX_STATE_BYTES, SessionRef
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure, user

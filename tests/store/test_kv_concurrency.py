@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from statecore.core.errors import RevisionConflictError
-from statecore.core.models import KVScope
+from statecore.core._errors import RevisionConflictError
+from statecore.core._models import KVScope
 from statecore.store import run_transaction
-from statecore.store.migrate import upgrade_database
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 

@@ -1,5 +1,5 @@
 """PostgreSQL and MariaDB connections are pinged before use only after sitting idle
-(statecore.store.sql.liveness): no round trip before a busy store's transactions, and a
+(statecore.store.sql._liveness): no round trip before a busy store's transactions, and a
 connection that died while idle, as in a database restart, is replaced before it is used."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from statecore.store.sql import liveness
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.liveness import PING_AFTER_IDLE_SECONDS
+from statecore.store.sql import _liveness as liveness
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._liveness import PING_AFTER_IDLE_SECONDS
 from tests.dbs import fresh_database
 
 BACKEND_ID = {"postgresql": "SELECT pg_backend_pid()", "mysql": "SELECT CONNECTION_ID()"}

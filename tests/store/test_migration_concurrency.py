@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from statecore.core.errors import MigrationError
-from statecore.store.migrate import HEAD_REVISION
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.migration_lock import MYSQL_LOCK_PREFIX, POSTGRES_LOCK_KEY
-from statecore.store.sql.revision import upgrade_engine
-from statecore.store.sql.schema import VERSION_TABLE
+from statecore.core._errors import MigrationError
+from statecore.store._migrate import HEAD_REVISION
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._migration_lock import MYSQL_LOCK_PREFIX, POSTGRES_LOCK_KEY
+from statecore.store.sql._revision import upgrade_engine
+from statecore.store.sql._schema import VERSION_TABLE
 from tests.dbs import fresh_database
 from tests.store.migration_helpers import ALL, PREFIXED, table_names
 
@@ -24,9 +24,9 @@ WORKERS = 5
 #: One worker process: open the store with migrate=True, write a row, print the revision.
 WORKER = """
 import asyncio, sys
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
-from statecore.store.migrate import current_revision
+from statecore.store._migrate import current_revision
 
 async def main(url, name):
     store = await open_store(url, migrate=True)

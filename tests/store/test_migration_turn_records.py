@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import column, select, table
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from statecore.contract.activities import CommitTurnInput, CommitTurnResult
-from statecore.core.models import Message, SessionRef
-from statecore.operations.turn_commit import commit_turn, find_turn
-from statecore.operations.turn_record import expanded_record
+from statecore.contract._activities import CommitTurnInput, CommitTurnResult
+from statecore.core._models import Message, SessionRef
+from statecore.operations._turn_commit import commit_turn, find_turn
+from statecore.operations._turn_record import expanded_record
 from statecore.store import open_store
-from statecore.store.migrate import HEAD_REVISION, upgrade_database
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.types import UtcDateTime, medium_blob
+from statecore.store._migrate import HEAD_REVISION, upgrade_database
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._types import UtcDateTime, medium_blob
 from tests.dbs import fresh_database
 from tests.store.migration_helpers import ALL, downgrade
 

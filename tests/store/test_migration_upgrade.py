@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import column, table, text
 from sqlalchemy.sql.expression import Executable
 
-from statecore.core.errors import MigrationError
-from statecore.core.models import SessionRef
+from statecore.core._errors import MigrationError
+from statecore.core._models import SessionRef
 from statecore.store import open_store
-from statecore.store.migrate import HEAD_REVISION, current_revision, upgrade_database
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import VERSION_TABLE
+from statecore.store._migrate import HEAD_REVISION, current_revision, upgrade_database
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._schema import VERSION_TABLE
 from tests.dbs import fresh_database
 from tests.sql_rows import all_rows
 from tests.store.bad_input import populate

@@ -1,5 +1,5 @@
 """Alembic migrations: upgrade from empty on every dialect, and the migrated schema is exactly
-the one ``statecore.store.sql.schema`` declares, every table prefixed with ``statecore_``."""
+the one ``statecore.store.sql._schema`` declares, every table prefixed with ``statecore_``."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Integer, MetaData
 from sqlalchemy.engine import Connection
 
-from statecore.core.errors import MigrationError
-from statecore.store.migrate import (
+from statecore.core._errors import MigrationError
+from statecore.store._migrate import (
     HEAD_REVISION,
     current_revision,
     script_head,
     upgrade_database,
 )
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import TABLE_PREFIX, VERSION_TABLE, metadata
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._schema import TABLE_PREFIX, VERSION_TABLE, metadata
 from tests.dbs import fresh_database
 from tests.store.migration_helpers import ALL, PREFIXED, UNPREFIXED, downgrade, table_names
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from statecore.core.errors import InvalidInputError
-from statecore.core.models import SessionRef
+from statecore.core._errors import InvalidInputError
+from statecore.core._models import SessionRef
 from statecore.store import MemoryStateStore, normalize_database_url, open_store
 from tests.store.conftest import FakeClock
 
@@ -72,7 +72,7 @@ async def test_unknown_url_is_refused() -> None:
 
 
 async def test_sqlite_url_opens_a_migrated_sql_store(tmp_path: Path) -> None:
-    pytest.importorskip("statecore.store.migrate", reason="the SQL backend is not available")
+    pytest.importorskip("statecore.store._migrate", reason="the SQL backend is not available")
     sql = pytest.importorskip("statecore.store.sql", reason="the SQL backend is not available")
     if not hasattr(sql, "SqlStateStore"):
         pytest.skip("the SQL backend is not available yet")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.errors import SessionNotFoundError
-from statecore.core.models import (
+from statecore.core._errors import SessionNotFoundError
+from statecore.core._models import (
     MAX_RECENT_TOOLS,
     OrchestrationUpdate,
     SessionRef,

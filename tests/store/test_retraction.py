@@ -3,7 +3,7 @@ from every reader and deletes nothing; only a reset (``clear``) removes it."""
 
 from __future__ import annotations
 
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import assistant, ensure, user

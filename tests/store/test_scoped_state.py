@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     AlreadyExistsError,
     NotFoundError,
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.core.models import MAX_STATE_BYTES
+from statecore.core._models import MAX_STATE_BYTES
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 

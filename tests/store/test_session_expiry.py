@@ -1,5 +1,5 @@
 """A session's stored expiry: rounded up to a step, so the turns of an active session do not
-rewrite the indexed column (statecore/store/sql/session_expiry.py)."""
+rewrite the indexed column (statecore/store/sql/_session_expiry.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from statecore.core.models import Message, SessionRef
-from statecore.store.migrate import upgrade_database
+from statecore.core._models import Message, SessionRef
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.session_expiry import MAX_EXPIRY_STEP, expiry, expiry_step
+from statecore.store.sql._session_expiry import MAX_EXPIRY_STEP, expiry, expiry_step
 from tests.dbs import fresh_database
 from tests.store.conftest import FakeClock
 

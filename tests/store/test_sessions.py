@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from statecore.core.errors import InvalidInputError, SessionNotFoundError
-from statecore.core.models import DEFAULT_SESSION_TTL_SECONDS, KVScope, Message, SessionRef
+from statecore.core._errors import InvalidInputError, SessionNotFoundError
+from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS, KVScope, Message, SessionRef
 from statecore.store import StateStore
-from statecore.store.base import iter_sessions
+from statecore.store._base import iter_sessions
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure, snapshot, user
 
@@ -102,7 +102,7 @@ async def test_expired_uses_last_access_plus_ttl(
     assert await expired_here(start + timedelta(seconds=61)) == {"short"}
     assert await expired_here(start + timedelta(seconds=111)) == {"short", "touched"}
     # A SQL store may sweep a session up to a 64th of its TTL (a minute at most) late, never
-    # early (statecore/store/sql/session_expiry.py): "long" is due at 3,600 s, by 3,656.25 s.
+    # early (statecore/store/sql/_session_expiry.py): "long" is due at 3,600 s, by 3,656.25 s.
     assert await expired_here(start + timedelta(seconds=3599)) == {"short", "touched"}
     assert await expired_here(start + timedelta(seconds=3657)) == {"short", "touched", "long"}
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from statecore.contract.activities import CommitTurnInput, StateOp
-from statecore.contract.shares import ShareChanges, SharedWriteOp, ShareGrantOp, ShareRevokeOp
-from statecore.core.errors import (
+from statecore.contract._activities import CommitTurnInput, StateOp
+from statecore.contract._shares import ShareChanges, SharedWriteOp, ShareGrantOp, ShareRevokeOp
+from statecore.core._errors import (
     InvalidIdentifierError,
     InvalidInputError,
     RevisionConflictError,
@@ -22,17 +22,17 @@ from statecore.core.errors import (
     ShareTokenUnknownError,
     VersionConflictError,
 )
-from statecore.core.models import SessionRef
-from statecore.operations.bundles import export_namespace, export_session, import_session
-from statecore.operations.control_plane import describe, reset
-from statecore.operations.shares import (
+from statecore.core._models import SessionRef
+from statecore.operations._bundles import export_namespace, export_session, import_session
+from statecore.operations._control_plane import describe, reset
+from statecore.operations._shares import (
     GRANT_BUCKET,
     new_token,
     read_shared_kv,
     read_shared_state,
     revoke,
 )
-from statecore.operations.turn_commit import commit_turn
+from statecore.operations._turn_commit import commit_turn
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 
@@ -118,7 +118,7 @@ async def test_redeem_read_and_update_through_a_token(
 
 
 def _ns_scope(ref: SessionRef) -> Any:
-    from statecore.core.models import KVScope
+    from statecore.core._models import KVScope
 
     return KVScope(namespace=ref.namespace, owner="")
 
@@ -202,7 +202,7 @@ async def test_revoked_by_owner_or_operator_is_refused(
 
 
 def _id(token: str) -> str:
-    from statecore.operations.shares import share_id_of
+    from statecore.operations._shares import share_id_of
 
     return share_id_of(token)
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from statecore.core.errors import StateTooLargeError
-from statecore.core.models import KVScope, Message, SessionRef, ToolCall
-from statecore.store.migrate import upgrade_database
+from statecore.core._errors import StateTooLargeError
+from statecore.core._models import KVScope, Message, SessionRef, ToolCall
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.schema import metadata
+from statecore.store.sql._schema import metadata
 from tests.dbs import fresh_database
 from tests.statement_log import StatementLog
 

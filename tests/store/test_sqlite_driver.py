@@ -1,5 +1,5 @@
 """SQLite connections run a locked transaction's statements without a trip to their thread
-(statecore.store.sql.sqlite_driver), never make the event loop wait for a lock, and still
+(statecore.store.sql._sqlite_driver), never make the event loop wait for a lock, and still
 behave exactly like SQLAlchemy's aiosqlite driver: rows, row counts, inserted ids,
 streaming, errors and rollbacks."""
 
@@ -19,11 +19,12 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
-from statecore.core.models import Message, SessionRef
-from statecore.store.migrate import upgrade_database
-from statecore.store.sql import SqlStateStore, sqlite_driver
-from statecore.store.sql.engine import READ_ONLY_OPTION, create_store_engine
-from statecore.store.sql.sqlite_driver import InlineConnection
+from statecore.core._models import Message, SessionRef
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql import _sqlite_driver as sqlite_driver
+from statecore.store.sql._engine import READ_ONLY_OPTION, create_store_engine
+from statecore.store.sql._sqlite_driver import InlineConnection
 
 REF = SessionRef(namespace="trips", agent_id="agent", session_id="s1")
 

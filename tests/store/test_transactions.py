@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from statecore.core.errors import InvalidInputError, RevisionConflictError, StatecoreError
-from statecore.core.models import KVScope, OrchestrationUpdate, SessionRef
+from statecore.core._errors import InvalidInputError, RevisionConflictError, StatecoreError
+from statecore.core._models import KVScope, OrchestrationUpdate, SessionRef
 from statecore.store import StateStore, run_transaction
 from tests.store.conftest import FakeClock
 from tests.store.helpers import assistant, ensure, snapshot, user

@@ -20,12 +20,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from statecore.core.errors import InvalidLimitError, RevisionConflictError
-from statecore.core.models import KVEntry, KVScope, SessionRef
+from statecore.core._errors import InvalidLimitError, RevisionConflictError
+from statecore.core._models import KVEntry, KVScope, SessionRef
 from statecore.store import MemoryStateStore, StateStore, StoreTransaction, run_transaction
-from statecore.store.base import RestartTransaction
-from statecore.store.migrate import upgrade_database
-from statecore.store.retry import DEFAULT_ATTEMPTS
+from statecore.store._base import RestartTransaction
+from statecore.store._migrate import upgrade_database
+from statecore.store._retry import DEFAULT_ATTEMPTS
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 from tests.store.helpers import hold_write_lock, user

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from statecore.core.change_events import NewEvent
-from statecore.core.errors import RevisionConflictError, StatecoreError
-from statecore.core.models import SessionRef, TokenUsage
+from statecore.core._change_events import NewEvent
+from statecore.core._errors import RevisionConflictError, StatecoreError
+from statecore.core._models import SessionRef, TokenUsage
 from statecore.store import StateStore
-from statecore.store.base import StoreTransaction
-from statecore.store.feed import read_events
+from statecore.store._base import StoreTransaction
+from statecore.store._feed import read_events
 
 MARKER_BUCKET = "turn.meta"
 

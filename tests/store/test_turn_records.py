@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     InvalidIdentifierError,
     RevisionConflictError,
     SessionNotFoundError,
 )
-from statecore.core.models import Hint, SessionRef
+from statecore.core._models import Hint, SessionRef
 from statecore.store import StateStore
 from tests.store.helpers import ensure
 

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from statecore.core.errors import InvalidLimitError
-from statecore.core.models import Message, SessionRef, StoredMessage
-from statecore.core.tokens import TokenCounter
+from statecore.core._errors import InvalidLimitError
+from statecore.core._models import Message, SessionRef, StoredMessage
+from statecore.core._tokens import TokenCounter
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql.window_cache import CachedWindow, WindowCache
+from statecore.store.sql._window_cache import CachedWindow, WindowCache
 from tests.store.conftest import FakeClock
 
 BUDGET = 10_000

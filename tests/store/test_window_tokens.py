@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from statecore.core.errors import StatecoreError
-from statecore.core.models import SessionRef, StoredMessage
-from statecore.operations.turn_commit import window_tokens
+from statecore.core._errors import StatecoreError
+from statecore.core._models import SessionRef, StoredMessage
+from statecore.operations._turn_commit import window_tokens
 from statecore.store import StateStore
-from statecore.store.base import StoreTransaction
+from statecore.store._base import StoreTransaction
 from tests.store.helpers import assistant, ensure, user
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._plugin import StatecorePlugin
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 
 

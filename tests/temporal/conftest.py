@@ -18,10 +18,10 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from statecore.store.migrate import upgrade_database
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer, start_dev_server
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.store._migrate import upgrade_database
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer, start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 from tests.dbs import fresh_database
 
 pytestmark = pytest.mark.temporal
@@ -107,7 +107,7 @@ def env_factory(dev_server: DevServer) -> Callable[..., Any]:
 
 def temporal_cli(dev_server: DevServer) -> list[str]:
     """The real `temporal` CLI (an external client), pointed at the test server."""
-    from statecore.temporal.devserver import find_temporal_binary
+    from statecore.temporal._devserver import find_temporal_binary
 
     return [find_temporal_binary(), "--address", dev_server.address]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from statecore.llm.offline import OfflineModel
+from statecore.llm._offline import OfflineModel
 
 #: Longest a turn waits at the gate: a test that forgets to open it fails instead of hanging.
 GATE_TIMEOUT_S = 20

@@ -6,7 +6,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from statecore.core.models import Message, SessionRef
+from statecore.core._models import Message, SessionRef
 from statecore.workflow import TurnSession
 
 

@@ -23,9 +23,9 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import start_dev_server
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 from tests.temporal.gated_model import GATE_TIMEOUT_S, ONE_TURN_PER_RUN, GatedModel
 from tests.temporal.record_histories import write_runs
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import start_dev_server
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 
 OUT = Path(__file__).parent / "histories"
 QUEUE = "record-histories"

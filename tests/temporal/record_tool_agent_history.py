@@ -20,10 +20,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.tools import CALCULATOR, LOOKUP, example_tools
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
-from statecore.temporal.devserver import start_dev_server
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 from workflows import EXAMPLE_WORKFLOWS
 from workflows.tool_agent import ToolAgent, ToolAgentInput, tool_agent_workflow_id
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 from pydantic import BaseModel, Field
 from temporalio import workflow
 
-from statecore.contract.activities import ACT_OPEN_SESSION, OpenSessionInput, SessionSnapshot
-from statecore.core.models import SessionRef
+from statecore.contract._activities import ACT_OPEN_SESSION, OpenSessionInput, SessionSnapshot
+from statecore.core._models import SessionRef
 from statecore.workflow import TurnSession
 
 

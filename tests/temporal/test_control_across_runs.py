@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from statecore.core.errors import SessionPausedError
-from statecore.temporal.devserver import DevServer
+from statecore.core._errors import SessionPausedError
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
 from tests.temporal.gated_model import GATE_TIMEOUT_S, ONE_TURN_PER_RUN, GatedModel

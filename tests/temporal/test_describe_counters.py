@@ -4,7 +4,7 @@ function as the database view (``statecore describe --db``)."""
 
 from __future__ import annotations
 
-from statecore.contract.session import SessionReport
+from statecore.contract._session import SessionReport
 from tests.temporal.conftest import Env
 
 

@@ -26,8 +26,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from statecore import generate_key
-from statecore.temporal.client import AgentSessionClient
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.worker_cli import REPO, base_env
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from statecore.temporal.devserver import DevServer, start_dev_server
+from statecore.temporal._devserver import DevServer, start_dev_server
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
 from tests.temporal.worker_kill import (
@@ -44,7 +44,7 @@ async def small_history_server(
 async def test_continue_as_new_under_concurrent_traffic_loses_and_duplicates_nothing(
     small_history_server: DevServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="statecore.temporal.client")
+    caplog.set_level(logging.DEBUG, logger="statecore.temporal._client")
     async with (
         fresh_database("sqlite", "can") as url,
         running_env(small_history_server, url) as env,
@@ -95,7 +95,7 @@ async def _stall_report(
         for a in raw.pending_activities
     ]
     task = raw.pending_workflow_task
-    refusals = [r.getMessage() for r in records if r.name == "statecore.temporal.client"]
+    refusals = [r.getMessage() for r in records if r.name == "statecore.temporal._client"]
     server_log = Path(server.log_path).read_text()[-3000:] if server.log_path else ""
     return (
         f"a client gave up: {failed!r} (cause {failed.__cause__!r})\n"

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
-from statecore.contract.session import SessionReport, workflow_id_for
-from statecore.temporal.devserver import DevServer, free_port, start_dev_server
-from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
+from statecore.contract._session import SessionReport, workflow_id_for
+from statecore.temporal._devserver import DevServer, free_port, start_dev_server
+from statecore.temporal._encryption import EncryptionCodec, Keyring, generate_key
 from tests.dbs import fresh_database
 from tests.temporal.conftest import running_env, temporal_cli
 

@@ -16,10 +16,10 @@ from urllib.parse import quote
 
 import pytest
 
-from statecore.contract.session import workflow_id_for
+from statecore.contract._session import workflow_id_for
+from statecore.temporal._devserver import DevServer, free_port
+from statecore.temporal._encryption import EncryptionCodec, Keyring, generate_key
 from statecore.temporal.codec_server import CodecServer
-from statecore.temporal.devserver import DevServer, free_port
-from statecore.temporal.encryption import EncryptionCodec, Keyring, generate_key
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
 from tests.temporal.conftest import logged_dev_server, running_env

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.temporal]
 

@@ -21,13 +21,13 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from statecore.contract.session import workflow_id_for
-from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
-from statecore.core.models import SessionRef, StoredMessage
+from statecore.contract._session import workflow_id_for
+from statecore.core._errors import AgentRunError, SessionPausedError, UnknownAgentError
+from statecore.core._models import SessionRef, StoredMessage
 from statecore.integrations.langgraph import StatecoreSaver
-from statecore.integrations.langgraph.turns import INTERRUPT_KEY, thread_id_for
+from statecore.integrations.langgraph._turns import INTERRUPT_KEY, thread_id_for
 from statecore.store import open_store
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.langgraph_graphs import build_graph
 from tests.temporal.conftest import Env, running_env

@@ -20,8 +20,8 @@ from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from statecore.contract.session import WORKFLOW_TYPE, TurnResult
-from statecore.core.errors import (
+from statecore.contract._session import WORKFLOW_TYPE, TurnResult
+from statecore.core._errors import (
     ContentTooLargeError,
     ContextBudgetError,
     InvalidIdentifierError,
@@ -29,14 +29,14 @@ from statecore.core.errors import (
     StatecoreError,
     StateTooLargeError,
 )
-from statecore.core.identifiers import MAX_ID_LENGTH
-from statecore.core.model_windows import context_budget
-from statecore.core.models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Message, SessionRef
-from statecore.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from statecore.core._identifiers import MAX_ID_LENGTH
+from statecore.core._model_windows import context_budget
+from statecore.core._models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Message, SessionRef
+from statecore.core._tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 from statecore.llm import OfflineModel
 from statecore.store import open_store
-from statecore.store.inputs import encode_state
-from statecore.temporal.devserver import DevServer
+from statecore.store._inputs import encode_state
+from statecore.temporal._devserver import DevServer
 from tests.catalog.turn_api_workflow import CatalogAgent
 from tests.temporal.conftest import Env, temporal_cli
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from statecore.contract.session import workflow_id_for
-from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
-from statecore.core.models import SessionRef, StoredMessage
-from statecore.integrations.openai_agents.items import ITEM_KEY
+from statecore.contract._session import workflow_id_for
+from statecore.core._errors import AgentRunError, SessionPausedError, UnknownAgentError
+from statecore.core._models import SessionRef, StoredMessage
+from statecore.integrations.openai_agents._items import ITEM_KEY
 from statecore.store import open_store
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 from tests.temporal.conftest import Env, running_env

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from statecore.core.errors import ModelError
+from statecore.core._errors import ModelError
 from statecore.llm import OpenAICompatibleModel
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.llm.model_server import ModelServer, Reply, completion
 from tests.temporal.conftest import running_env

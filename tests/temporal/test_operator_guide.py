@@ -21,7 +21,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from statecore.temporal.devserver import DevServer, find_temporal_binary
+from statecore.temporal._devserver import DevServer, find_temporal_binary
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, logged_dev_server, running_env
 

@@ -9,9 +9,9 @@ import subprocess
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from statecore.contract.session import workflow_id_for
-from statecore.core.errors import SessionPausedError
-from statecore.temporal.devserver import DevServer
+from statecore.contract._session import workflow_id_for
+from statecore.core._errors import SessionPausedError
+from statecore.temporal._devserver import DevServer
 from tests.temporal.conftest import Env, temporal_cli
 
 

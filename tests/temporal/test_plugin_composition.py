@@ -46,11 +46,11 @@ from temporalio.worker import (
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from statecore import AgentSessionClient, StatecorePlugin
-from statecore.agent_session.single_input import SingleInputInterceptor
-from statecore.contract.session import SendMessageInput
-from statecore.temporal.converter import StatecorePayloadConverter, adjust_data_converter
-from statecore.temporal.devserver import DevServer
-from statecore.temporal.plugin import SANDBOX_PASSTHROUGH, workflow_runner
+from statecore.agent_session._single_input import SingleInputInterceptor
+from statecore.contract._session import SendMessageInput
+from statecore.temporal._converter import StatecorePayloadConverter, adjust_data_converter
+from statecore.temporal._devserver import DevServer
+from statecore.temporal._plugin import SANDBOX_PASSTHROUGH, workflow_runner
 
 MARKER = b"binary/test-user-codec"
 

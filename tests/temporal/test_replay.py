@@ -12,7 +12,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from statecore.agent_session import WORKFLOWS
-from statecore.temporal.plugin import workflow_runner
+from statecore.temporal._plugin import workflow_runner
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

@@ -16,14 +16,14 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from statecore.contract.session import (
+from statecore.contract._session import (
     SIGNAL_DESCRIPTIONS,
     UPDATE_DESCRIPTIONS,
     session_summary,
     workflow_id_for,
 )
-from statecore.core.errors import ResetRefusedError, SessionClosedError, SessionNotFoundError
-from statecore.temporal.devserver import DevServer
+from statecore.core._errors import ResetRefusedError, SessionClosedError, SessionNotFoundError
+from statecore.temporal._devserver import DevServer
 from tests.temporal.conftest import Env
 from tests.temporal.test_operators import cli, signal, wait_for
 

@@ -16,9 +16,9 @@ import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store.sql import SqlStateStore
-from statecore.temporal.devserver import DevServer
+from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
 from tests.temporal.share_workflow import PlanAgent, PlanTurn, PlanTurnResult

@@ -11,7 +11,7 @@ import pytest
 from bench.floor import FloorSession, noop
 from bench.measure import Samples, floor_scenario, sequential
 from bench.state_turns import STATE_AGENT, STATE_WORKFLOW, StateSession
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
 from tests.dbs import fresh_database
 

@@ -23,13 +23,13 @@ from temporalio.worker import Replayer
 
 from activities.tools import CALCULATOR, LOOKUP, example_tools
 from statecore.agent_session import WORKFLOWS
-from statecore.contract.activities import ToolBinding
-from statecore.core.errors import InvalidIdentifierError, InvalidInputError, MigrationError
-from statecore.core.models import FlowCheckpoint, OrchestrationState, SessionRef, StoredMessage
+from statecore.contract._activities import ToolBinding
+from statecore.core._errors import InvalidIdentifierError, InvalidInputError, MigrationError
+from statecore.core._models import FlowCheckpoint, OrchestrationState, SessionRef, StoredMessage
 from statecore.store import open_store
-from statecore.store.base import StateStore
-from statecore.temporal.devserver import DevServer
-from statecore.temporal.plugin import workflow_runner
+from statecore.store._base import StateStore
+from statecore.temporal._devserver import DevServer
+from statecore.temporal._plugin import workflow_runner
 from tests.dbs import fresh_database
 from tests.temporal.conftest import HISTORIES, Env
 from tests.temporal.tool_agent_worker import SLOW

@@ -8,14 +8,14 @@ import contextlib
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from statecore.contract.session import workflow_id_for
-from statecore.core.errors import (
+from statecore.contract._session import workflow_id_for
+from statecore.core._errors import (
     ContentTooLargeError,
     EmptyContentError,
     InvalidIdentifierError,
     StatecoreError,
 )
-from statecore.core.models import MAX_MESSAGE_BYTES, SessionRef
+from statecore.core._models import MAX_MESSAGE_BYTES, SessionRef
 from statecore.store import open_store
 from tests.temporal.conftest import Env
 

@@ -8,7 +8,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from statecore.contract.session import (
+from statecore.contract._session import (
     SA_AGENT_ID,
     SA_SESSION_ID,
     SA_STATUS,
@@ -145,7 +145,7 @@ class _NoSummaries:
         self._inner = OfflineModel()
 
     async def complete(self, request):  # type: ignore[no-untyped-def]
-        from statecore.core.errors import ModelError
+        from statecore.core._errors import ModelError
 
         if request.purpose == "summarize":
             raise ModelError("summaries are switched off on this endpoint")

@@ -26,13 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from statecore.temporal.devserver import DevServer, free_port, port_is_free
+from statecore.temporal._devserver import DevServer, free_port, port_is_free
 from tests.worker_cli import REPO, base_env
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
 STATECORE = str(Path(sys.executable).parent / "statecore")
-#: What a dev worker logs once it polls (statecore.temporal.worker.next_steps).
+#: What a dev worker logs once it polls (statecore.temporal._worker.next_steps).
 NEXT_STEPS = "ready. Next steps:"
 #: The bound on every stop: a worker that needs longer is hanging.
 STOP_WITHIN = 15.0
@@ -163,8 +163,8 @@ def test_dev_takes_its_port_from_a_local_address_and_names_a_remote_one_it_ignor
     is checked here, without starting a server on the default port 7233."""
     import argparse
 
-    from statecore.temporal.environment import Environment
-    from statecore.temporal.settings import dev_port
+    from statecore.temporal._environment import Environment
+    from statecore.temporal._settings import dev_port
 
     def port_for(address: str | None, port: int | None = None) -> tuple[int, str | None]:
         args = argparse.Namespace(port=port, address=None)
@@ -240,7 +240,7 @@ def test_dev_with_encryption_keys_serves_the_codec_to_its_web_ui(tmp_path: Path)
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from statecore import generate_key
-    from statecore.temporal.encryption import EncryptionCodec, Keyring
+    from statecore.temporal._encryption import EncryptionCodec, Keyring
 
     keys = f"dev:{generate_key()}"
     port, ui_port = free_port(), free_port()

@@ -23,9 +23,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.tools import example_tools
-from statecore.contract.activities import ToolBinding, ToolCallInput, ToolCallResult
+from statecore.contract._activities import ToolBinding, ToolCallInput, ToolCallResult
 from statecore.llm import ModelRequest, ModelResponse, OfflineModel
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._plugin import StatecorePlugin
 from workflows import EXAMPLE_WORKFLOWS
 
 SLOW_STEP = "test.slow_step"

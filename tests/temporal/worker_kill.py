@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from statecore.core.models import SessionRef
+from statecore.core._models import SessionRef
 from statecore.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import pytest
 
-from statecore.contract.session import session_summary, workflow_id_for
-from statecore.core.errors import SessionPausedError
-from statecore.temporal.devserver import DevServer, free_port
+from statecore.contract._session import session_summary, workflow_id_for
+from statecore.core._errors import SessionPausedError
+from statecore.temporal._devserver import DevServer, free_port
 from tests.browser import async_api, headless_chromium, needs_chromium, wait_for_web_ui
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, logged_dev_server, running_env

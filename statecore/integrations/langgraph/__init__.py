@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         "statecore.integrations.langgraph needs LangGraph: pip install 'statecore[langgraph]'"
     ) from exc
 
-from statecore.core.errors import CheckpointTooLargeError, CorruptCheckpointError
-from statecore.integrations.langgraph.saver import MAX_VALUE_BYTES, StatecoreSaver
+from statecore.core._errors import CheckpointTooLargeError, CorruptCheckpointError
+from statecore.integrations.langgraph._saver import MAX_VALUE_BYTES, StatecoreSaver
 
 __all__ = ["MAX_VALUE_BYTES", "CheckpointTooLargeError", "CorruptCheckpointError", "StatecoreSaver"]

@@ -13,9 +13,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
         "pip install 'statecore[openai-agents]'"
     ) from exc
 
-from statecore.core.errors import AgentRunError, UnknownAgentError
-from statecore.integrations.openai_agents.session import StatecoreSession, TurnBoundSession
-from statecore.integrations.openai_agents.turns import OpenAIAgentTurn
+from statecore.core._errors import AgentRunError, UnknownAgentError
+from statecore.integrations.openai_agents._session import StatecoreSession, TurnBoundSession
+from statecore.integrations.openai_agents._turns import OpenAIAgentTurn
 
 __all__ = [
     "AgentRunError",

@@ -1,6 +1,6 @@
 """Alembic environment for statecore's schema.
 
-``statecore.store.migrate`` runs migrations on a connection it opened itself and passes it in
+``statecore.store._migrate`` runs migrations on a connection it opened itself and passes it in
 ``config.attributes["connection"]``. The plain ``alembic`` command (for writing new
 revisions) gets ``sqlalchemy.url`` instead and this module opens an async engine for it.
 """
@@ -13,8 +13,8 @@ from alembic import context
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Connection
 
-from statecore.store.sql.engine import create_store_engine
-from statecore.store.sql.schema import TABLE_PREFIX, VERSION_TABLE, metadata
+from statecore.store.sql._engine import create_store_engine
+from statecore.store.sql._schema import TABLE_PREFIX, VERSION_TABLE, metadata
 
 config = context.config
 
@@ -81,7 +81,7 @@ def _main() -> None:
         return
     url = config.get_main_option("sqlalchemy.url")
     if not url:
-        raise RuntimeError("set sqlalchemy.url or use statecore.store.migrate.upgrade_database")
+        raise RuntimeError("set sqlalchemy.url or use statecore.store._migrate.upgrade_database")
     if context.is_offline_mode():
         _run_offline(url)
     else:

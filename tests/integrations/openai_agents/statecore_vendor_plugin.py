@@ -24,7 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from statecore.integrations.openai_agents import StatecoreSession
 from statecore.store import StateStore, normalize_database_url
-from statecore.store.migrate import upgrade_database
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 
 DATABASE_URL_ENV = "STATECORE_VENDOR_DATABASE_URL"

@@ -11,14 +11,14 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from statecore.activities.resources import WorkerResources
-from statecore.activities.turns import TurnActivities
-from statecore.contract.activities import CommitTurnInput, GenerateInput, GenerateResult
-from statecore.core.errors import AgentRunError, ModelUnavailableError
-from statecore.core.models import Message, SessionRef
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import CommitTurnInput, GenerateInput, GenerateResult
+from statecore.core._errors import AgentRunError, ModelUnavailableError
+from statecore.core._models import Message, SessionRef
 from statecore.integrations.openai_agents import OpenAIAgentTurn
-from statecore.integrations.openai_agents.items import ITEM_KEY
-from statecore.store.migrate import upgrade_database
+from statecore.integrations.openai_agents._items import ITEM_KEY
+from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.dbs import fresh_database
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal._plugin import StatecorePlugin
 
 
 def run(code: str) -> subprocess.CompletedProcess[str]:

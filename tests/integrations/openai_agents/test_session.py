@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from agents import Runner
 
-from statecore.core.errors import (
+from statecore.core._errors import (
     ContentTooLargeError,
     InvalidIdentifierError,
     InvalidInputError,
 )
-from statecore.core.models import MAX_MESSAGE_BYTES
-from statecore.core.profile import SessionProfile
+from statecore.core._models import MAX_MESSAGE_BYTES
+from statecore.core._profile import SessionProfile
 from statecore.integrations.openai_agents import StatecoreSession
-from statecore.integrations.openai_agents.items import ITEM_KEY
-from statecore.operations.inspection import inspect_session
+from statecore.integrations.openai_agents._items import ITEM_KEY
+from statecore.operations._inspection import inspect_session
 from statecore.store import StateStore
 from tests.integrations.openai_agents.agents_fixture import RuleModel, build_agent
 from tests.store_backends import open_backend

@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-01-01
 
-Lengths are written out (not taken from statecore.core.models) so that this revision keeps
+Lengths are written out (not taken from statecore.core._models) so that this revision keeps
 building the same schema whatever later code changes.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql.types import (
+from statecore.store.sql._types import (
     UtcDateTime,
     ascii_id,
     big_pk,

@@ -11,12 +11,12 @@ rows copied, children after their parent and the old children dropped before the
 dropping a parent never cascades into rows still in use.
 
 The version table moves too (``alembic_version`` -> ``statecore_alembic_version``); that is the
-migration runner's job (``statecore.store.sql.version_table``), done before this revision runs.
+migration runner's job (``statecore.store.sql._version_table``), done before this revision runs.
 
 Downgrading needs the unprefixed names free, as revision 0001 itself does; when an
 application already uses one, the downgrade refuses before changing anything.
 
-Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
+Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.core.errors import MigrationError
-from statecore.store.sql.types import (
+from statecore.core._errors import MigrationError
+from statecore.store.sql._types import (
     UtcDateTime,
     ascii_id,
     big_pk,

@@ -9,7 +9,7 @@ reset destroys, so the row stays (for audit and inspection) and is marked with t
 retracted; readers of the conversation skip marked rows. A nullable column: adding it rewrites
 no row on any backend, and SQLite can add it in place.
 
-Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
+Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql.types import UtcDateTime
+from statecore.store.sql._types import UtcDateTime
 
 revision: str = "0003_message_retraction"
 down_revision: str | None = "0002"

@@ -10,7 +10,7 @@ again, and pending writes with their task path. Threads, namespaces, channels, t
 runs may be named by any string, so rows are keyed by the SHA-256 of the name (an index on
 the name itself would pass InnoDB's 3072-byte key limit); the names are kept as UTF-8 bytes.
 
-Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
+Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql.types import ascii_id, medium_blob
+from statecore.store.sql._types import ascii_id, medium_blob
 
 revision: str = "0004_langgraph_checkpoints"
 down_revision: str | None = "0003_message_retraction"

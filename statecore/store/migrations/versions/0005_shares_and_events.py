@@ -7,9 +7,9 @@ Create Date: 2026-11-25
 Each committed change of a namespace is recorded as a small event (ids and sizes) in the
 transaction that commits it; ``event_heads`` holds each namespace's last event number. Share
 tokens need no table of their own: their grants live in reserved buckets of the namespace's
-KV scope (``statecore.operations.shares``).
+KV scope (``statecore.operations._shares``).
 
-Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
+Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql.types import UtcDateTime, ascii_id, big_pk, medium_text
+from statecore.store.sql._types import UtcDateTime, ascii_id, big_pk, medium_text
 
 revision: str = "0005_shares_and_events"
 down_revision: str | None = "0004_langgraph_checkpoints"

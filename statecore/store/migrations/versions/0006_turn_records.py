@@ -16,7 +16,7 @@ SELECT and one DELETE on every dialect: one pass over the KV table, each row's s
 through the sessions' unique index. Rows whose owner names no session stay where they are. The downgrade moves the records back into ``turn`` KV rows, rewriting the array layout
 this revision introduced into the object layout earlier releases read.
 
-Names are written out (not taken from statecore.store.sql.schema) so that this revision keeps
+Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql.types import UtcDateTime, ascii_id, big_pk, medium_blob, medium_text
+from statecore.store.sql._types import UtcDateTime, ascii_id, big_pk, medium_blob, medium_text
 
 revision: str = "0006_turn_records"
 down_revision: str | None = "0005_shares_and_events"

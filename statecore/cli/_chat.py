@@ -1,0 +1,189 @@
+"""``statecore chat AGENT SESSION``: a conversation with a durable session.
+
+Each line read from stdin is one turn. The line gets its turn id before the first attempt
+and keeps it through every retry, so a turn whose worker died mid-call, or whose session was
+moving to a new run, is retried safely: it commits once and its reply is returned once.
+The session opens on the first line (or reopens from SQL if it was closed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.status import Status
+
+from statecore.cli._args import add_session_arguments, new_command, positive_float, positive_int
+from statecore.cli._output import print_json, stderr, stdout
+from statecore.cli._settings import Settings
+from statecore.core._errors import InvalidInputError, SessionStateError
+
+T = TypeVar("T")
+
+#: Lines that end an interactive chat (end of input does too).
+QUIT = {"/quit", "/exit"}
+DEFAULT_RETRY_SECONDS = 300.0
+#: A line unanswered this long gets a status line saying it is waiting.
+SHOW_WAITING_AFTER_SECONDS = 2.0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = new_command(
+        commands,
+        "chat",
+        "talk with a session: one turn per line of stdin",
+        description=__doc__,
+    )
+    add_session_arguments(p)
+    p.add_argument(
+        "--retry-for",
+        type=positive_float,
+        default=DEFAULT_RETRY_SECONDS,
+        metavar="SECONDS",
+        help="keep retrying a turn this long while the session cannot answer (default 300)",
+    )
+    opening = p.add_argument_group("when the session opens (ignored if it is already running)")
+    opening.add_argument("--system-prompt", metavar="TEXT")
+    opening.add_argument("--ttl-seconds", type=positive_int, metavar="N", help="idle TTL")
+    opening.add_argument(
+        "--model-heartbeat-seconds",
+        type=positive_float,
+        metavar="SECONDS",
+        help="how soon a dead worker's model call is retried elsewhere (default 30)",
+    )
+    p.set_defaults(run=chat)
+
+
+def session_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.system_prompt is not None:
+        options["system_prompt"] = args.system_prompt
+    if args.ttl_seconds is not None:
+        options["ttl_seconds"] = args.ttl_seconds
+    if args.model_heartbeat_seconds is not None:
+        options["model_heartbeat_seconds"] = args.model_heartbeat_seconds
+    return options
+
+
+async def chat(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.debug:
+        # The status line says the line is waiting; the SDK's own retry warnings would
+        # repeat it a screen at a time.
+        logging.getLogger("temporalio.core").setLevel(logging.ERROR)
+    sessions = await settings.sessions(retry_for=timedelta(seconds=args.retry_for))
+    options = session_options(args)
+    interactive = sys.stdin.isatty()
+    out = stdout()
+    if interactive and not settings.json:
+        stderr().print(f"chat with {args.agent}/{args.session}; /quit or Ctrl-D ends it")
+    while True:
+        if interactive:
+            stderr().print("you> ", end="")
+        # A blocking read belongs in a thread: the event loop keeps serving the connection.
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            return 0
+        content = line.rstrip("\r\n")
+        if content.strip() in QUIT:
+            return 0
+        if not content.strip():
+            continue
+        turn_id = f"cli-{uuid.uuid4().hex}"
+        waiting = WaitingLine(stderr(), turn_id)
+        try:
+            # send() retries transient failures (Temporal restarting included) with this same
+            # turn id until --retry-for runs out (module docstring).
+            result = await waiting.around(
+                sessions.send(
+                    args.agent,
+                    args.session,
+                    content,
+                    turn_id=turn_id,
+                    on_retry=waiting.retrying,
+                    **options,
+                )
+            )
+        except (InvalidInputError, SessionStateError) as exc:
+            if not interactive:
+                raise  # a script learns of it through the exit code
+            # A person can fix the line, or resume the session from another terminal.
+            stderr().print(f"refused: {exc.message}", markup=False)
+            continue
+        if settings.json:
+            print_json(result, compact=True)
+        else:
+            out.print(result.reply.content, markup=False)
+
+
+class WaitingLine:
+    """One status line on stderr while a typed line waits for its answer.
+
+    It appears once the answer takes longer than SHOW_WAITING_AFTER_SECONDS and says why
+    (Temporal unreachable, the session busy). On a terminal it is one line redrawn in place;
+    in a pipe a line is written only when the reason changes, never once per retry."""
+
+    def __init__(self, console: Console, turn_id: str) -> None:
+        self.console = console
+        self.turn_id = turn_id
+        self.reason = "no answer yet"
+        self.seconds_left: float | None = None
+        self._status: Status | None = None
+        self._written: str | None = None
+
+    def retrying(self, reason: str, seconds_left: float) -> None:
+        self.reason = reason
+        self.seconds_left = seconds_left
+        self._show()
+
+    async def around(self, sending: Awaitable[T]) -> T:
+        task = asyncio.ensure_future(sending)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=SHOW_WAITING_AFTER_SECONDS)
+                if done:
+                    return task.result()
+                self._show()
+        except asyncio.CancelledError:
+            task.cancel()
+            self._end()
+            self.console.print(
+                f"gave up waiting for turn {self.turn_id}; it may still be answered (sending "
+                "the same turn id again is safe)",
+                markup=False,
+            )
+            raise
+        finally:
+            self._end()
+
+    def _text(self, *, live: bool) -> str:
+        left = (
+            f"; retrying for {self.seconds_left:.0f} s more"
+            if live and self.seconds_left is not None
+            else ""
+        )
+        return f"waiting for the answer: {self.reason}{left} (Ctrl-C gives up)"
+
+    def _show(self) -> None:
+        if self.console.is_terminal:
+            if self._status is None:
+                self._status = self.console.status(self._text(live=True))
+                self._status.start()
+            else:
+                self._status.update(self._text(live=True))
+            return
+        text = self._text(live=False)
+        if text != self._written:
+            self.console.print(text, markup=False)
+            self._written = text
+
+    def _end(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None

@@ -1,0 +1,53 @@
+"""A framework's agent as a statecore turn: the contract an integration implements.
+
+A registered runner takes the place of the model call in a turn's activity. It reads what it
+needs from the store (the committed log, through whatever view its framework expects), runs its
+agent for the turn's new messages, and hands back everything the turn adds to the log, instead
+of writing it: the activity commits those messages together with the turn record in one
+transaction, so a retried activity never stores a run twice, and a turn id that already
+committed answers from its record without running the agent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from statecore.core._models import Message, SessionRef, StatecoreModel, TokenUsage
+from statecore.core._profile import SessionProfile
+from statecore.core._tokens import TokenCounter
+from statecore.store._base import StateStore
+
+
+@dataclass(frozen=True)
+class AgentTurnRequest:
+    """One turn to run: the session, the turn's new (not yet stored) messages, and what the
+    runner may read the committed log through."""
+
+    store: StateStore
+    ref: SessionRef
+    turn_id: str
+    new_messages: Sequence[Message]
+    profile: SessionProfile
+    counter: TokenCounter
+
+
+class AgentTurnOutcome(StatecoreModel):
+    """What a run adds to the log, in order (the new messages as the framework recorded
+    them, then everything it produced), and the reply the caller of the turn sees."""
+
+    messages: list[Message]
+    reply: Message
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: Tokens of the context the run started from, as statecore counts them.
+    context_tokens: int = 0
+
+
+@runtime_checkable
+class AgentTurnRunner(Protocol):
+    """Runs one turn of a framework's agent; writes nothing to the store itself."""
+
+    async def run_turn(self, request: AgentTurnRequest) -> AgentTurnOutcome: ...

@@ -1,0 +1,603 @@
+"""The storage contract: what every backend (memory, SQLite, PostgreSQL, MariaDB) provides.
+
+Work happens inside a transaction::
+
+    async with store.transaction() as tx:
+        await tx.sessions.ensure(ref)
+        await tx.conversation.append(ref, turn_id, messages)
+        await tx.kv.put(ref.kv_scope, "prefs", "theme", "dark")
+
+Everything written inside one ``transaction()`` block commits together when the block exits
+normally and is rolled back when it raises: the Temporal layer commits a whole turn this way.
+Module objects are only valid inside their block. Methods validate their input and raise
+``statecore.core._errors`` types; a failed call inside a block leaves the block usable only for
+rollback (raise out of it).
+
+A SQL transaction that races with others can lose with a transient conflict: a deadlock, a
+serialization failure, a lock wait timeout, SQLite's "database is locked". The database has
+then rolled the whole transaction back, and running it again can succeed::
+
+    revision = await run_transaction(store, lambda tx: tx.kv.put(scope, "b", "k", 1))
+
+``statecore.store.run_transaction(store, work)`` runs ``await work(tx)`` in a transaction and,
+on a transient conflict (``StateStore.is_transient_error``), runs it again in a fresh one after
+a short jittered pause. ``work`` must be safe to re-run: it is when everything it changes goes
+through ``tx`` (a rolled-back transaction left nothing behind) and it has no other side effect.
+Any other error is raised at once, and the last conflict once the attempts are used up.
+
+The memory backend is the reference implementation; the conformance suite in ``tests/store/``
+(``test_conversation.py``, ``test_kv.py``, ``test_bad_input.py``, ...) is the contract's
+executable form and runs against every backend.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+from statecore.core._change_events import ChangeEvent, NewEvent
+from statecore.core._identifiers import validate_turn_id
+from statecore.core._models import (
+    FlowCheckpoint,
+    Hint,
+    KeyPage,
+    KVEntry,
+    KVScope,
+    OrchestrationState,
+    OrchestrationUpdate,
+    ScopedState,
+    SessionInfo,
+    SessionRef,
+    StoredMessage,
+    Summary,
+    TokenUsage,
+)
+from statecore.core._models import Message as NewMessage
+from statecore.store._inputs import check_flag, check_int
+
+Clock = Callable[[], datetime]
+
+
+class SessionStore(abc.ABC):
+    """Session header rows. Every other per-session module requires the session to exist
+    (``ensure`` it first); they raise SessionNotFoundError otherwise."""
+
+    @abc.abstractmethod
+    async def ensure(self, ref: SessionRef, *, ttl_seconds: int | None = None) -> SessionInfo:
+        """Create the session if missing (touching ``last_accessed`` either way) and return it.
+        ``ttl_seconds`` sets the idle TTL when given; otherwise a new session gets the store's
+        default and an existing one keeps its own."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef) -> SessionInfo | None: ...
+
+    @abc.abstractmethod
+    async def touch(self, ref: SessionRef) -> None:
+        """Move ``last_accessed`` to now (the idle TTL restarts)."""
+
+    @abc.abstractmethod
+    async def list(
+        self,
+        namespace: str,
+        *,
+        agent_id: str | None = None,
+        limit: int = 100,
+        after: SessionRef | None = None,
+    ) -> list[SessionRef]:
+        """Sessions of a namespace ordered by (agent_id, session_id), paginated by ``after``."""
+
+    @abc.abstractmethod
+    async def expired(self, now: datetime, *, limit: int = 1000) -> builtins.list[SessionRef]:
+        """Sessions whose ``last_accessed + ttl_seconds`` is before ``now``, any namespace.
+        The SQL store may find a session up to a 64th of its TTL (a minute at most) after
+        that moment, never before it (``statecore.store.sql._session_expiry``)."""
+
+    @abc.abstractmethod
+    async def delete(self, ref: SessionRef) -> bool:
+        """Delete the session and every row it owns (conversation, hints, summary, turn
+        records, flow, orchestration, KV/tools/task rows owned by ``ref.owner``, and the
+        scoped state of (task_id=session_id, agent_id)). Returns False if it did not exist."""
+
+    @abc.abstractmethod
+    async def delete_namespace(self, namespace: str) -> int:
+        """Delete every row of the namespace (sessions, namespace-wide KV, scoped states).
+        Returns the number of sessions removed."""
+
+    @abc.abstractmethod
+    async def namespaces(self) -> builtins.list[str]:
+        """Every namespace that has at least one session, KV entry or scoped state."""
+
+
+class ConversationStore(abc.ABC):
+    """The message log of a session, plus system prompt, hints, summary and window start."""
+
+    @abc.abstractmethod
+    async def append(
+        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    ) -> list[StoredMessage]:
+        """Append ``messages`` as indexes ``start_index, start_index+1, ...`` of turn ``turn_id``.
+
+        Idempotent on (session, turn_id, index): an index already stored is not stored again,
+        and the stored message is returned in its place. Tokens are counted here, once, with
+        the store's TokenCounter. Sequence numbers increase by one per stored message.
+        """
+
+    @abc.abstractmethod
+    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
+        """Messages stored for one turn, by index."""
+
+    @abc.abstractmethod
+    async def messages(
+        self,
+        ref: SessionRef,
+        *,
+        from_seq: int | None = None,
+        to_seq: int | None = None,
+        limit: int | None = None,
+        include_retracted: bool = False,
+    ) -> list[StoredMessage]:
+        """Messages with ``from_seq <= seq <= to_seq`` in ascending seq order, at most
+        ``limit`` of them (the first ones). Retracted messages are left out unless
+        ``include_retracted`` (inspection and audit)."""
+
+    async def tokens_before(self, ref: SessionRef, seq: int) -> int | None:
+        """The log's running token total just before its first message at or after ``seq``
+        that is not retracted, or None when there is none: what the tokens of a window
+        starting at ``seq`` are counted from (the session's ``token_total`` minus this)."""
+        first = await self.messages(ref, from_seq=check_int(seq, "seq"), limit=1)
+        return first[0].cumulative_tokens - first[0].tokens if first else None
+
+    @abc.abstractmethod
+    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
+        """Take back the newest message that is not retracted yet and return it (None when
+        there is none). Nothing is deleted, and the counters and running totals stay as they
+        were: the row is marked, and ``messages``, ``tail`` and everything built on them (the
+        context window, export) skip it from now on. Only ``clear`` (a reset) removes it."""
+
+    @abc.abstractmethod
+    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
+        """The retracted messages' seqs, ascending, with the time each was retracted."""
+
+    @abc.abstractmethod
+    async def tail(
+        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    ) -> list[StoredMessage]:
+        """The newest messages at or after the window start whose token sum fits
+        ``max_tokens`` and whose count fits ``max_messages``, ascending, retracted ones left
+        out (their tokens still count against ``max_tokens``). Uses the stored
+        cumulative token totals: one indexed query, no re-tokenisation, no full scan."""
+
+    @abc.abstractmethod
+    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None: ...
+
+    @abc.abstractmethod
+    async def add_hint(self, ref: SessionRef, text: str) -> Hint: ...
+
+    @abc.abstractmethod
+    async def hints(self, ref: SessionRef) -> list[Hint]: ...
+
+    @abc.abstractmethod
+    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool: ...
+
+    @abc.abstractmethod
+    async def summary(self, ref: SessionRef) -> Summary | None: ...
+
+    @abc.abstractmethod
+    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
+        """Store the running summary covering the log up to ``through_seq`` (tokens counted)."""
+
+    @abc.abstractmethod
+    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
+        """Move the window start (compaction). It may only move forward and not past
+        ``last_seq + 1``; an invalid value raises InvalidLimitError."""
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int:
+        """Delete the log, hints, summary and system prompt; counters return to zero and the
+        next seq is 1 again. Returns the number of messages deleted."""
+
+    @abc.abstractmethod
+    async def restore(
+        self,
+        ref: SessionRef,
+        messages: Sequence[StoredMessage],
+        *,
+        hints: Sequence[Hint] = (),
+        summary: Summary | None = None,
+        system_prompt: str | None = None,
+        window_start_seq: int = 1,
+    ) -> None:
+        """Write an exported log verbatim (seq, turn ids, tokens, timestamps) into an empty
+        session: the import half of bundles. Raises AlreadyExistsError if the log is not empty."""
+
+
+class KVStore(abc.ABC):
+    """Athyr-style buckets of keys -> bytes or JSON, with a revision per write."""
+
+    @abc.abstractmethod
+    async def put(
+        self,
+        scope: KVScope,
+        bucket: str,
+        key: str,
+        value: Any,
+        *,
+        expected_revision: int | None = None,
+        ttl_seconds: float | None = None,
+    ) -> int:
+        """Write and return the new revision (1 for a new key, then +1 per write).
+
+        ``value`` is bytes (stored as bytes) or any JSON value. ``expected_revision`` makes the
+        write conditional: the current revision must equal it (0 means "must not exist"),
+        else RevisionConflictError and nothing is written. An expired key counts as absent.
+        """
+
+    @abc.abstractmethod
+    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None: ...
+
+    @abc.abstractmethod
+    async def delete(
+        self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
+    ) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_keys(
+        self,
+        scope: KVScope,
+        bucket: str,
+        prefix: str = "",
+        *,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> KeyPage:
+        """Live keys starting with ``prefix`` in ascending order, ``limit`` per page (1..1000),
+        continuing after key ``after``. The prefix is matched literally (no wildcards)."""
+
+    @abc.abstractmethod
+    async def buckets(self, scope: KVScope) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        """Live keys of the scope in buckets starting with ``bucket_prefix``."""
+
+    @abc.abstractmethod
+    async def entries(self, scope: KVScope) -> list[KVEntry]:
+        """Every live entry of the scope (export)."""
+
+    @abc.abstractmethod
+    async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
+        """Write exported entries verbatim, revisions and timestamps included."""
+
+    @abc.abstractmethod
+    async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
+        """Delete the scope's keys in buckets starting with ``bucket_prefix``; returns count."""
+
+    @abc.abstractmethod
+    async def sweep_expired(self, now: datetime) -> int:
+        """Delete keys whose TTL has passed, in every scope; returns how many."""
+
+
+class TurnRecordStore(abc.ABC):
+    """One record per committed turn of a session (``statecore.operations._turn_record``), keyed by
+    turn id: what makes a turn's commit idempotent. A record is a JSON value, written once."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef, turn_id: str) -> Any | None:
+        """The record of ``turn_id``, or None (also when the session does not exist)."""
+
+    @abc.abstractmethod
+    async def insert(self, ref: SessionRef, turn_id: str, value: Any) -> None:
+        """Store the record of a turn that has none. RevisionConflictError (nothing written)
+        when the turn already has one, committed by a concurrent attempt included: the
+        caller's transaction must then roll back whole."""
+
+    @abc.abstractmethod
+    async def count(self, ref: SessionRef) -> int:
+        """Records of the session (0 when it does not exist)."""
+
+    @abc.abstractmethod
+    async def records(self, ref: SessionRef) -> list[tuple[str, Any]]:
+        """Every (turn_id, record) of the session in ascending turn id order (export)."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, records: Sequence[tuple[str, Any]]) -> None:
+        """Write exported records verbatim; a turn id that has a record gets the new one."""
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int:
+        """Delete every record of the session; returns how many."""
+
+
+class ScopedStateStore(abc.ABC):
+    """Agentex state: one JSON document per (namespace, task_id, agent_id), at most
+    MAX_STATE_BYTES (1 MiB)."""
+
+    @abc.abstractmethod
+    async def create(
+        self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
+    ) -> ScopedState:
+        """Create version 1; AlreadyExistsError if the scope has a document."""
+
+    @abc.abstractmethod
+    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None: ...
+
+    @abc.abstractmethod
+    async def update(
+        self,
+        namespace: str,
+        task_id: str,
+        agent_id: str,
+        state: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> ScopedState:
+        """Replace the document (version + 1). NotFoundError if absent; VersionConflictError
+        when ``expected_version`` is given and stale; StateTooLargeError over MAX_STATE_BYTES."""
+
+    @abc.abstractmethod
+    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]: ...
+
+    @abc.abstractmethod
+    async def restore(self, states: Sequence[ScopedState]) -> None: ...
+
+
+class FlowStore(abc.ABC):
+    """Flow checkpoints with full history (time travel and fork)."""
+
+    @abc.abstractmethod
+    async def save(
+        self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
+    ) -> FlowCheckpoint:
+        """Append a checkpoint; its version is the flow's previous version + 1 (first is 1).
+        ``conversation_seq`` records the session's last seq at this moment."""
+
+    @abc.abstractmethod
+    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None: ...
+
+    @abc.abstractmethod
+    async def load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
+        """A given version; NotFoundError if it does not exist."""
+
+    @abc.abstractmethod
+    async def history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
+        """All versions, oldest first."""
+
+    @abc.abstractmethod
+    async def flows(self, ref: SessionRef) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def count(self, ref: SessionRef) -> int:
+        """Checkpoints stored for the session, all flows."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None: ...
+
+    @abc.abstractmethod
+    async def clear(self, ref: SessionRef) -> int: ...
+
+
+class OrchestrationStore(abc.ABC):
+    """AgentDock orchestration state of a session. ``last_accessed`` and ``ttl_seconds`` are
+    the session's own (one idle clock per session)."""
+
+    @abc.abstractmethod
+    async def get(self, ref: SessionRef) -> OrchestrationState | None: ...
+
+    @abc.abstractmethod
+    async def get_or_create(self, ref: SessionRef) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def update(self, ref: SessionRef, update: OrchestrationUpdate) -> OrchestrationState:
+        """Apply the non-None fields; returns the new state (creating it if needed)."""
+
+    @abc.abstractmethod
+    async def set_active_step(self, ref: SessionRef, step: str | None) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def add_used_tool(self, ref: SessionRef, tool: str) -> OrchestrationState:
+        """Move/append ``tool`` to the end of ``recently_used_tools`` (distinct, at most
+        MAX_RECENT_TOOLS, oldest dropped)."""
+
+    @abc.abstractmethod
+    async def advance_sequence(self, ref: SessionRef) -> OrchestrationState: ...
+
+    @abc.abstractmethod
+    async def add_token_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> OrchestrationState: ...
+
+    async def count_token_usage(
+        self, ref: SessionRef, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        """``add_token_usage`` for a caller that does not need the new state back (a turn's
+        commit): a backend may then add in place without reading the row first."""
+        await self.add_token_usage(ref, prompt_tokens, completion_tokens)
+
+    @abc.abstractmethod
+    async def reset(self, ref: SessionRef) -> bool:
+        """Back to defaults (the row is removed); True if there was state."""
+
+    @abc.abstractmethod
+    async def restore(self, ref: SessionRef, state: OrchestrationState) -> None: ...
+
+
+class EventStore(abc.ABC):
+    """The change feed of each namespace (``statecore.core._change_events``)."""
+
+    @abc.abstractmethod
+    async def append(self, namespace: str, events: Sequence[NewEvent]) -> int:
+        """Record ``events`` in this transaction, numbered after the namespace's last event;
+        returns the first number (0 when ``events`` is empty). The numbers become visible
+        with the commit, in commit order and without gaps."""
+
+    @abc.abstractmethod
+    async def read(self, namespace: str, *, after: int = 0, limit: int = 500) -> list[ChangeEvent]:
+        """Events with ``seq > after``, ascending, at most ``limit`` (1..1000)."""
+
+    @abc.abstractmethod
+    async def last_seq(self, namespace: str) -> int:
+        """The number of the namespace's newest event (0 before the first)."""
+
+    @abc.abstractmethod
+    async def sweep(
+        self,
+        *,
+        older_than: datetime | None = None,
+        keep_last: int | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Delete events committed before ``older_than`` and/or all but the newest
+        ``keep_last`` of each namespace (one namespace, or every one). Numbering continues
+        where it was: a swept feed never reuses a number. Returns how many were deleted."""
+
+
+class RestartTransaction(Exception):
+    """A store's word that this transaction wrote nothing and must run again from the start,
+    where it will not take the same shortcut (``StoreTransaction.begin_turn``'s
+    ``messages_only``). ``run_transaction`` runs the work again at once; only a caller that
+    asks for that shortcut itself, outside ``run_transaction``, ever sees it."""
+
+
+class StoreTransaction(abc.ABC):
+    """The modules, bound to one open transaction."""
+
+    events: EventStore
+    sessions: SessionStore
+    conversation: ConversationStore
+    kv: KVStore
+    turns: TurnRecordStore
+    state: ScopedStateStore
+    flow: FlowStore
+    orchestration: OrchestrationStore
+
+    @property
+    @abc.abstractmethod
+    def now(self) -> datetime:
+        """The time this transaction is stamped with (the store's clock, read once)."""
+
+    async def begin_turn(
+        self, ref: SessionRef, turn_id: str, *, messages_only: bool = False
+    ) -> SessionInfo:
+        """A turn commit's first write: ``sessions.ensure(ref)``, knowing that turn
+        ``turn_id``'s messages come next. A backend that can learn in the same read whether
+        the turn has messages already does (SQL: an append need not look them up); what it
+        writes is the same.
+
+        ``messages_only``: the caller promises that between here and ``finish_turn`` it only
+        appends the turn's messages (at least one) and reads. A backend may then hold every
+        write back and send it all with ``finish_turn`` (PostgreSQL: one statement, see
+        ``statecore.store.sql._one_statement_commit``); when that cannot be done it raises
+        ``RestartTransaction`` having written nothing, and ``run_transaction`` runs the
+        work again."""
+        validate_turn_id(turn_id)
+        check_flag(messages_only, "messages_only")
+        return await self.sessions.ensure(ref)
+
+    async def finish_turn(
+        self,
+        ref: SessionRef,
+        turn_id: str,
+        record: Any,
+        marker: tuple[str, str, Any],
+        events: Sequence[NewEvent],
+        usage: TokenUsage | None = None,
+    ) -> None:
+        """A turn commit's last writes, in this order: the model's token ``usage`` added to
+        the session's totals (``orchestration.count_token_usage``, when it has any), the
+        turn's record (``turns.insert``: RevisionConflictError when the turn already has
+        one, and the transaction must roll back whole), a KV put of ``marker`` (bucket, key,
+        value) in the session's scope, and the turn's change-feed ``events``. A backend that
+        can send them together does (PostgreSQL: one statement); what they write is the
+        same."""
+        if usage is not None and usage.total_tokens:
+            await self.orchestration.count_token_usage(
+                ref, usage.prompt_tokens, usage.completion_tokens
+            )
+        await self.turns.insert(ref, turn_id, record)
+        bucket, key, value = marker
+        await self.kv.put(ref.kv_scope, bucket, key, value)
+        await self.events.append(ref.namespace, events)
+
+
+class StateStore(abc.ABC):
+    """A backend. Create once per process; ``close()`` releases connections."""
+
+    dialect: str
+
+    @abc.abstractmethod
+    def transaction(
+        self, *, read_only: bool = False
+    ) -> AbstractAsyncContextManager[StoreTransaction]:
+        """``async with store.transaction() as tx``: commits when the block ends, rolls back
+        when it raises. ``read_only`` promises the block only reads, which lets a backend
+        run it beside writers (SQLite: without taking the write lock)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    def new_events_signal(
+        self, namespace: str, *, poll_interval: float
+    ) -> AbstractAsyncContextManager[EventSignal]:
+        """What a feed reader waits on between reads: by default a timer of
+        ``poll_interval`` seconds; a backend that can push (PostgreSQL) wakes it instead."""
+        return _polling(poll_interval)
+
+    def is_transient_error(self, error: BaseException) -> bool:
+        """True when ``error``, raised out of one of this store's transaction blocks, is a
+        transient conflict: the transaction was rolled back whole and running it again may
+        succeed (see ``run_transaction``). The memory backend never has one."""
+        return False
+
+
+class EventSignal(abc.ABC):
+    """Wakes a feed reader when new events may have committed."""
+
+    @abc.abstractmethod
+    def arm(self) -> None:
+        """Forget earlier wake-ups: call just before reading, so a commit that lands after
+        the read still wakes the next ``wait``."""
+
+    @abc.abstractmethod
+    async def wait(self, seconds: float) -> bool:
+        """Wait at most ``seconds``; True when woken by a commit."""
+
+
+class _PollingSignal(EventSignal):
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+
+    def arm(self) -> None:
+        pass
+
+    async def wait(self, seconds: float) -> bool:
+        await asyncio.sleep(min(self._interval, seconds))
+        return False
+
+
+@asynccontextmanager
+async def _polling(interval: float) -> AsyncIterator[EventSignal]:
+    yield _PollingSignal(interval)
+
+
+async def _aiter_pages(store: StateStore, namespace: str) -> AsyncIterator[SessionRef]:
+    """Every session of a namespace, one page per transaction (used by namespace-wide ops)."""
+    after: SessionRef | None = None
+    while True:
+        async with store.transaction() as tx:
+            page = await tx.sessions.list(namespace, limit=500, after=after)
+        for ref in page:
+            yield ref
+        if len(page) < 500:
+            return
+        after = page[-1]
+
+
+iter_sessions = _aiter_pages

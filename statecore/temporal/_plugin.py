@@ -1,0 +1,220 @@
+"""StatecorePlugin: everything a worker (and client) needs, in one ``SimplePlugin``.
+
+::
+
+    client = await Client.connect("localhost:7233", plugins=[StatecorePlugin(
+        database_url="postgresql+asyncpg://app@db/agents")])
+    await Worker(client, task_queue="statecore").run()
+
+It adjusts rather than replaces what the client and worker were configured with: the data
+converter gains the pydantic payload format (the user's codec, failure converter and external
+storage stay), a sandboxed workflow runner gains statecore's pass-through modules (the user's
+stay), and the user's interceptors, workflows and activities are kept beside statecore's. It
+registers the AgentSession workflow and statecore's activities, and opens the store when the
+worker starts and closes it when the worker stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.converter import PayloadCodec
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from statecore.activities._control import ControlActivities
+from statecore.activities._resources import WorkerResources
+from statecore.activities._shares import ShareActivities
+from statecore.activities._turns import TurnActivities
+from statecore.agent_session import WORKFLOWS
+from statecore.agent_session._single_input import SingleInputInterceptor
+from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._tokens import DEFAULT_ENCODING, TokenCounter
+from statecore.llm import ChatModel, OfflineModel
+from statecore.store import check_database_url, open_store
+from statecore.store._base import StateStore
+from statecore.temporal._agent_registry import agent_runners
+from statecore.temporal._converter import adjust_data_converter
+
+PLUGIN_NAME = "statecore"
+
+#: Modules workflow code imports that are pure and safe to share with the sandbox: loading them
+#: once outside it keeps workflow start-up fast and their classes identical on both sides.
+SANDBOX_PASSTHROUGH = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "statecore.core._models",
+    "statecore.core._errors",
+    "statecore.core._profile",
+    "statecore.contract",
+    # The session's update validator counts a message's tokens with the activities' own
+    # tokenizer (one rule, one loaded encoding); tiktoken is a pure function of its input.
+    "statecore.core._tokens",
+    "statecore.core._message_fit",
+)
+
+
+def workflow_runner(existing: WorkflowRunner | None = None) -> WorkflowRunner:
+    """The user's workflow runner with statecore's pass-through modules added.
+
+    A sandboxed runner keeps its own restrictions and pass-through modules and gains
+    statecore's; any other runner (unsandboxed, or the user's own) is left as it is. With no
+    runner configured, a sandboxed one with statecore's pass-throughs."""
+    if existing is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+        )
+    if isinstance(existing, SandboxedWorkflowRunner):
+        restrictions = existing.restrictions.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+        return dataclasses.replace(existing, restrictions=restrictions)
+    return existing
+
+
+class StatecorePlugin(SimplePlugin):
+    """Durable agent state for a Temporal client and worker.
+
+    Args:
+        database_url: where statecore's state lives (``sqlite+aiosqlite:///path``,
+            ``postgresql+asyncpg://...``, ``mysql+asyncmy://...``, or ``memory://``).
+        store: an already open store to use instead of ``database_url`` (not closed by us).
+        models: the models turns can use, by name; ``"default"`` answers when a session does
+            not name one. Defaults to the deterministic offline model.
+        encoding: the tiktoken encoding used to count tokens (available offline).
+        migrate: apply database migrations when the worker starts.
+        default_ttl_seconds: idle TTL of sessions created without one.
+        extra_workflows: more workflow classes to register (e.g. ones built on the turn API).
+        extra_activities: more activities to register (e.g. the tools of a tool-using agent).
+        activity_factories: callables given this worker's ``WorkerResources`` (store, models,
+            token counter) that return more activities, for activities that need the store
+            the plugin opens (e.g. ``activities.tools.example_tools``).
+        agents: framework agents that answer turns in place of a model, by name: an
+            ``agents.Agent`` of the OpenAI Agents SDK (the ``openai-agents`` extra) or any
+            ``statecore.operations._agent_turns.AgentTurnRunner``. A session whose ``model`` names
+            one, or whose ``agent_id`` names one while its model is ``"default"``, runs each
+            turn as that agent's run (see docs/openai_agents.md).
+        codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
+            ``statecore.EncryptionCodec`` to keep workflow history encrypted. A codec already
+            on the client's data converter is kept as it is; passing one here as well is a
+            ``ValueError`` when the client is configured.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        store: StateStore | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+        encoding: str = DEFAULT_ENCODING,
+        migrate: bool = True,
+        default_ttl_seconds: int = DEFAULT_SESSION_TTL_SECONDS,
+        extra_workflows: Sequence[type] = (),
+        extra_activities: Sequence[Callable[..., Any]] = (),
+        activity_factories: Sequence[
+            Callable[[WorkerResources], Sequence[Callable[..., Any]]]
+        ] = (),
+        codec: PayloadCodec | None = None,
+        agents: Mapping[str, Any] | None = None,
+    ) -> None:
+        if (database_url is None) == (store is None):
+            raise ValueError("pass exactly one of database_url= or store=")
+        if database_url is not None and not isinstance(database_url, str):
+            raise ValueError("database_url must be a string URL")
+        if database_url is not None:
+            # A missing driver fails here, at once, naming the extra to install.
+            check_database_url(database_url)
+        if models is not None and "default" not in models:
+            raise ValueError("models must include a 'default' entry")
+        if codec is not None and not isinstance(codec, PayloadCodec):
+            raise ValueError("codec must be a temporalio.converter.PayloadCodec")
+        counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
+        self.resources = WorkerResources(
+            models=dict(models) if models else {"default": OfflineModel()},
+            counter=counter,
+            agents=agent_runners(agents or {}),
+        )
+        #: Set while a worker running with this plugin has its store open (it polls then).
+        self.store_ready = asyncio.Event()
+        self._database_url = database_url
+        self._given_store = store
+        self._migrate = migrate
+        self._default_ttl = default_ttl_seconds
+        turns = TurnActivities(self.resources)
+        control = ControlActivities(self.resources)
+        shares = ShareActivities(self.resources)
+        activities: list[Callable[..., Any]] = [
+            turns.generate,
+            turns.commit_turn,
+            turns.read_kv,
+            turns.read_flow,
+            turns.read_state,
+            control.open_session,
+            control.close_session,
+            control.describe,
+            control.reset,
+            control.compact,
+            control.add_hint,
+            shares.new_share_token,
+            shares.redeem_share,
+            shares.read_shared_kv,
+            *extra_activities,
+            *(made for factory in activity_factories for made in factory(self.resources)),
+        ]
+        super().__init__(
+            PLUGIN_NAME,
+            # Callables: temporalio hands them what the user configured, to adjust.
+            data_converter=functools.partial(adjust_data_converter, codec=codec),
+            activities=activities,
+            workflows=[*WORKFLOWS, *extra_workflows],
+            workflow_runner=workflow_runner,
+            # AgentSession handlers take one input; see statecore.agent_session._single_input.
+            interceptors=[SingleInputInterceptor()],
+            run_context=self._run_context,
+        )
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Run the worker inside ``_run_context``; a failure to open the store ends it.
+
+        temporalio marks a worker shut down only once its own run has begun; when a plugin's
+        context fails before that (an unreachable database), ``async with Worker(...)``
+        would wait forever for that mark and ignore every signal. temporalio marks it itself
+        when its own start-up check fails; this does the same for ours."""
+        try:
+            await super().run_worker(worker, next)
+        except BaseException:
+            if not getattr(worker, "_started", True):
+                worker._shutdown_complete_event.set()
+            raise
+
+    @asynccontextmanager
+    async def _run_context(self) -> AsyncIterator[None]:
+        if self._given_store is not None:
+            self.resources.attach(self._given_store)
+            self.store_ready.set()
+            try:
+                yield
+            finally:
+                self.store_ready.clear()
+                self.resources.attach(None)
+            return
+        assert self._database_url is not None
+        store = await open_store(
+            self._database_url,
+            token_counter=self.resources.counter,
+            default_ttl_seconds=self._default_ttl,
+            migrate=self._migrate,
+        )
+        self.resources.attach(store)
+        self.store_ready.set()
+        try:
+            yield
+        finally:
+            self.store_ready.clear()
+            self.resources.attach(None)
+            await store.close()
