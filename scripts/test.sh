@@ -13,4 +13,8 @@ fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# In parallel: each pytest-xdist worker starts its own Temporal dev server, and every test makes
+# its own task queue and databases, so no two tests meet. A file's tests stay on one worker
+# (--dist loadfile) because several files share one module-scoped server or worker among their
+# tests. STATECORE_TEST_WORKERS=0 runs everything in this one process.
+.venv/bin/python -m pytest -n "${STATECORE_TEST_WORKERS:-4}" --dist loadfile "$@"
