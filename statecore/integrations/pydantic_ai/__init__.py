@@ -13,6 +13,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
         "pip install 'statecore[pydantic-ai]'"
     ) from exc
 
+from statecore.core.errors import AgentRunError, UnknownAgentError
 from statecore.integrations.pydantic_ai.store import StatecoreConversationStore
+from statecore.integrations.pydantic_ai.turns import PydanticAIAgentTurn
 
-__all__ = ["StatecoreConversationStore"]
+__all__ = [
+    "AgentRunError",
+    "PydanticAIAgentTurn",
+    "StatecoreConversationStore",
+    "UnknownAgentError",
+]
