@@ -7,10 +7,14 @@ workflow and the database are the real ones.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +32,15 @@ from tests.integrations.pydantic_ai.agents_fixture import (
     build_form_agent,
 )
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.worker_kill import history_size_and_mentions, session_status, until_status
+from tests.temporal.worker_kill import (
+    history_size_and_mentions,
+    kill_all,
+    session_status,
+    sql_messages,
+    start_worker_process,
+    until_status,
+    wait_for_file,
+)
 
 
 class PaiEnv:
@@ -168,3 +180,44 @@ async def test_history_bytes_per_agent_turn_stay_flat(pai_env: PaiEnv) -> None:
     assert max(per_turn) - min(per_turn) <= 64, per_turn
     # The first turn's tool return was never carried again by a later turn.
     assert mentions[0] >= 1 and set(mentions) == {mentions[0]}
+
+
+async def test_worker_killed_mid_run_the_turn_is_stored_once(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    name = f"pdesk-{uuid.uuid4().hex[:8]}"
+    queue = env.task_queue + "-pai"
+    sessions = env.new_client()
+    sessions.task_queue = queue
+    calls = tmp_path / "model-calls"
+    module = "tests.temporal.pydantic_ai_worker_process"
+    start = (dev_server.address, queue, env.database_url, tmp_path)
+    worker = start_worker_process(module, *start, 2.0, name)
+    replacement = None
+    try:
+        # Importing the library and starting the worker is slow on a loaded machine.
+        await wait_for_file(tmp_path / "worker-ready", within=180)
+        first = await sessions.send(
+            name, "kill", "weather in Oslo", turn_id="k1", model_heartbeat_seconds=2
+        )
+        assert first.reply.content == "weather: sunny in Oslo"
+        pending = asyncio.ensure_future(
+            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=2)
+        )
+        await wait_for_file(calls, lines=3, within=60)  # k2's first model call is under way
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        replacement = start_worker_process(module, *start, 0.1, name)
+        second = await asyncio.wait_for(pending, timeout=120)
+        assert second.turn == 2 and second.reply.content == "weather: sunny in Rome"
+        # k1: 2 calls; k2: 1 killed with its worker, then 2 on the replacement.
+        assert len(calls.read_text().splitlines()) == 5
+        log = await sql_messages(env.database_url, name, "kill")
+        assert [m.seq for m in log] == list(range(1, 9))
+        assert [m.turn_id for m in log] == ["k1"] * 4 + ["k2"] * 4
+        # Sending the committed turn again calls no model.
+        again = await sessions.send(name, "kill", "weather in Rome", turn_id="k2")
+        assert again.reply.content == second.reply.content
+        assert len(calls.read_text().splitlines()) == 5
+    finally:
+        kill_all(worker, replacement)

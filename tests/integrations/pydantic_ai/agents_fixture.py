@@ -4,7 +4,9 @@ are the real library's."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
@@ -31,13 +33,6 @@ class Forecasts:
         return self.by_city.get(city, "sunny")
 
 
-@dataclass
-class Calls:
-    """How many times the model was called (the worker-kill test counts them in a file)."""
-
-    count: int = 0
-
-
 def _prompts(messages: list[ModelMessage]) -> list[str]:
     return [
         part.content
@@ -48,13 +43,17 @@ def _prompts(messages: list[ModelMessage]) -> list[str]:
     ]
 
 
-def desk_model(calls: Calls | None = None) -> FunctionModel:
+def desk_model(calls_file: Path | None = None, delay: float = 0.0) -> FunctionModel:
     """weather in X -> calls the weather tool, then answers with its return; explode -> calls
-    a tool that raises; what did I say -> the first user prompt in the history it was sent."""
+    a tool that raises; what did I say -> the first user prompt in the history it was sent.
+    Each call first appends a line to ``calls_file`` (if given), then waits ``delay``."""
 
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if calls is not None:
-            calls.count += 1
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if calls_file is not None:
+            with calls_file.open("a") as f:
+                f.write("call\n")
+        if delay:
+            await asyncio.sleep(delay)
         last = messages[-1]
         returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
         if returns:
@@ -73,8 +72,8 @@ def desk_model(calls: Calls | None = None) -> FunctionModel:
     return FunctionModel(respond)
 
 
-def build_desk_agent(calls: Calls | None = None) -> Agent[Forecasts, str]:
-    agent = Agent(desk_model(calls), deps_type=Forecasts, name="desk")
+def build_desk_agent(calls_file: Path | None = None, delay: float = 0.0) -> Agent[Forecasts, str]:
+    agent = Agent(desk_model(calls_file, delay), deps_type=Forecasts, name="desk")
 
     @agent.tool
     def weather(ctx: RunContext[Forecasts], city: str) -> str:
