@@ -19,8 +19,14 @@ from pathlib import Path
 import pytest
 
 from statecore.contract.session import workflow_id_for
-from statecore.core.errors import AgentRunError, SessionPausedError, UnknownAgentError
-from statecore.core.models import SessionRef, StoredMessage
+from statecore.core.errors import (
+    AgentRunError,
+    ContentTooLargeError,
+    InvalidInputError,
+    SessionPausedError,
+    UnknownAgentError,
+)
+from statecore.core.models import MAX_MESSAGE_BYTES, Message, SessionRef, StoredMessage
 from statecore.integrations.pydantic_ai import PydanticAIAgentTurn
 from statecore.integrations.pydantic_ai.codec import ENTRY_KEY, to_model_messages
 from statecore.store import open_store
@@ -41,6 +47,9 @@ from tests.temporal.worker_kill import (
     until_status,
     wait_for_file,
 )
+
+#: A forecast over statecore's message limit: the tool's return cannot be stored.
+BIG = "x" * (MAX_MESSAGE_BYTES + 1)
 
 
 class PaiEnv:
@@ -65,7 +74,9 @@ async def pai_env(dev_server: DevServer) -> AsyncIterator[PaiEnv]:
     # Workflow ids are global on the shared dev server: fresh agent names per test.
     desk, form = f"pdesk-{uuid.uuid4().hex[:8]}", f"pform-{uuid.uuid4().hex[:8]}"
     agents = {
-        desk: PydanticAIAgentTurn(build_desk_agent(), deps=Forecasts({"Oslo": "snow"}), name=desk),
+        desk: PydanticAIAgentTurn(
+            build_desk_agent(), deps=Forecasts({"Oslo": "snow", "Big": BIG}), name=desk
+        ),
         form: build_form_agent(),
     }
     async with (
@@ -116,6 +127,36 @@ async def test_a_failing_tool_stores_nothing_and_the_session_goes_on(pai_env: Pa
     assert await a.log(a.desk, "s2") == before
     after = await a.sessions.send(a.desk, "s2", "what did I say", turn_id="e3")
     assert after.reply.content == "hello" and after.turn == 2
+
+
+async def test_an_oversized_part_is_refused_and_nothing_is_stored(pai_env: PaiEnv) -> None:
+    a = pai_env
+    await a.sessions.send(a.desk, "big", "hello", turn_id="b1")
+    before = await a.log(a.desk, "big")
+    with pytest.raises(ContentTooLargeError):
+        await a.sessions.send(a.desk, "big", "weather in Big", turn_id="b2")
+    assert await a.log(a.desk, "big") == before
+    after = await a.sessions.send(a.desk, "big", "what did I say", turn_id="b3")
+    assert after.reply.content == "hello" and after.turn == 2
+
+
+async def test_a_stored_message_that_does_not_parse_is_a_typed_error(pai_env: PaiEnv) -> None:
+    a = pai_env
+    await a.sessions.send(a.desk, "bad", "hello", turn_id="c1")
+    ref = SessionRef(agent_id=a.desk, session_id="bad")
+    garbage = {"id": "x", "parent_id": None, "message": {"kind": "request", "parts": 7}}
+    store = await open_store(a.env.database_url)
+    try:
+        async with store.transaction() as tx:
+            await tx.conversation.append(
+                ref, "forged", [Message(role="user", content="?", metadata={ENTRY_KEY: garbage})]
+            )
+    finally:
+        await store.close()
+    before = await a.log(a.desk, "bad")
+    with pytest.raises(InvalidInputError, match="not a Pydantic AI message"):
+        await a.sessions.send(a.desk, "bad", "what did I say", turn_id="c2")
+    assert await a.log(a.desk, "bad") == before
 
 
 async def test_structured_output_is_the_reply_as_json(pai_env: PaiEnv) -> None:
