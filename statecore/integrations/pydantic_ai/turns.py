@@ -122,7 +122,7 @@ class PydanticAIAgentTurn:
                 f"{type(exc).__name__}: {exc}",
                 agent=self.name,
             ) from exc
-        usage = result.usage()
+        usage = result.usage
         output = result.output
         text = output if isinstance(output, str) else to_json(output).decode()
         return AgentTurnOutcome(

@@ -373,4 +373,4 @@ async def test_an_agent_run_saves_and_continues(conversations: ConversationStore
     new = await conversations.save(second)
     assert [e.message for e in new] == second.new_messages()
     whole = await conversations.load("c1")
-    assert whole is not None and whole.usage == second.usage()
+    assert whole is not None and whole.usage == second.usage
