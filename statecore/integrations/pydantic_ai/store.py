@@ -128,15 +128,17 @@ class StatecoreConversationStore(ConversationStore):
             stored = await kv.read_record(tx, self.scope, conversation_id)
             if (stored[0].revision if stored else None) != expected_revision:
                 raise ConversationConflict(conversation_id)
+            # The entries this history reaches outside what the write adds: each must be
+            # stored (a concurrent delete may have released what a fork points into).
             new_ids = {e.id for e in entries}
-            outside = [record.head_id] if entries == [] else [entries[0].parent_id]
+            reached = [record.head_id, entries[0].parent_id if entries else None]
             base: str | None = None
-            for entry_id in outside:
-                if entry_id is None or entry_id in new_ids:
-                    continue
-                base = await kv.owner_of(tx, self.scope, entry_id)
-                if base is None:  # released by a concurrent delete of what a fork points into
+            for entry_id in dict.fromkeys(r for r in reached if r is not None and r not in new_ids):
+                owner = await kv.owner_of(tx, self.scope, entry_id)
+                if owner is None:
                     raise ConversationConflict(conversation_id)
+                if owner != conversation_id and base is None:
+                    base = owner
             if messages:
                 await tx.sessions.ensure(ref, ttl_seconds=self.ttl_seconds)
                 await tx.conversation.append(ref, turn_id, messages)

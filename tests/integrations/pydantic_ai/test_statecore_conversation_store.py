@@ -223,3 +223,30 @@ async def test_two_store_objects_conflict_like_two_writers(
     finally:
         if isinstance(other, StatecoreConversationStore):
             await other.close()
+
+
+async def test_statecore_compaction_leaves_the_stored_conversation_whole(
+    kind: str, database_url: str | None
+) -> None:
+    """Compaction moves the session's window (what a statecore turn's context starts from);
+    Pydantic AI's view, the conversation's whole history, does not change."""
+    if kind == "reference":
+        pytest.skip("statecore's compaction")
+    store = open_store(kind, database_url, "compact")
+    assert isinstance(store, StatecoreConversationStore)
+    try:
+        conversation = Conversation(conversation_id="c1", messages=tool_history() * 2)
+        await store.save(conversation)
+        raw = await store._store()
+        ref = store.ref("c1")
+        async with raw.transaction() as tx:
+            log = await tx.conversation.messages(ref)
+            await tx.conversation.set_summary(ref, "Asked about Oslo and Rome.", log[4].seq)
+            await tx.conversation.set_window_start(ref, log[5].seq)
+        async with raw.transaction(read_only=True) as tx:
+            window = await tx.conversation.tail(ref, max_tokens=100_000)
+        assert [m.seq for m in window] == [m.seq for m in log[5:]]
+        loaded = await store.load("c1")
+        assert loaded is not None and loaded.messages == conversation.messages
+    finally:
+        await store.close()
