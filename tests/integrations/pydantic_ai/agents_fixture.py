@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.exceptions import ModelHTTPError, ModelUnavailableError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -62,6 +63,10 @@ def desk_model(calls_file: Path | None = None, delay: float = 0.0) -> FunctionMo
         if prompt.startswith("weather in "):
             city = prompt.removeprefix("weather in ")
             return ModelResponse(parts=[ToolCallPart("weather", {"city": city})])
+        if prompt == "unreachable":
+            raise ModelHTTPError.for_category(
+                ModelUnavailableError, status_code=503, model_name="desk"
+            )
         if prompt == "explode":
             return ModelResponse(parts=[ToolCallPart("explode", {})])
         if prompt == "what did I say":
