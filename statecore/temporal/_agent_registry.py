@@ -38,8 +38,12 @@ def _runner(name: str, agent: Any) -> AgentTurnRunner:
         from statecore.integrations.langgraph._turns import LangGraphAgent
 
         return LangGraphAgent(agent, name=name)
+    if type(agent).__module__.split(".")[0] == "pydantic_ai":
+        from statecore.integrations.pydantic_ai._turns import PydanticAIAgentTurn
+
+        return PydanticAIAgentTurn(agent, name=name)
     raise ValueError(
         f"agents[{name!r}] is a {type(agent).__name__}; pass an agents.Agent (OpenAI Agents "
-        "SDK), a LangGraph StateGraph or compiled graph, or an object with async "
-        "run_turn(request) (statecore.operations._agent_turns)"
+        "SDK), a LangGraph StateGraph or compiled graph, a pydantic_ai.Agent, or an object "
+        "with async run_turn(request) (statecore.operations._agent_turns)"
     )
