@@ -19,8 +19,8 @@ from statecore.temporal._devserver import DevServer, find_temporal_binary
 DYNAMIC_CONFIG_DEFAULTS: dict[str, int] = {
     # The history service's transfer queue, which hands a scheduled activity (and the
     # workflow task after it completes) to matching, is read at most 20 times a second, so
-    # each hop through it can wait up to 50 ms. DESIGN section 8 puts ~30 ms of the floor's
-    # ~49 ms there. Raising it is a server operator's choice, not statecore's.
+    # each hop through it can wait up to 50 ms: about 30 ms of the floor's
+    # ~49 ms is spent there. Raising it is a server operator's choice, not statecore's.
     "history.transferProcessorMaxPollRPS": 20,
     "limit.historyCount.suggestContinueAsNew": 4096,
     "limit.historySize.suggestContinueAsNew": 4 * 1024 * 1024,

@@ -1,5 +1,5 @@
 """Operating one session through its workflow: describe, reset, compact, and the operator
-signals pause, resume, hint, migrate and close (DESIGN section 6).
+signals pause, resume, hint, migrate and close (docs/operators.md).
 
 Reports come from the session's workflow, so its worker must be running. ``describe --db``
 reads the database instead, for sessions whose workflow is closed or has no worker.

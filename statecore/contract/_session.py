@@ -1,6 +1,6 @@
 """The AgentSession contract: names, workflow input, and update/signal/query payloads.
 
-This is the public interface operators and programs use (DESIGN section 6): the workflow type,
+This is the public interface operators and programs use (docs/operators.md): the workflow type,
 id, search attributes, and the JSON shapes of ``send_message``, the signals and ``describe``.
 Every handler takes one model and returns one model, so fields can be added compatibly. It
 is imported by workflow code, so it stays pure (pydantic and statecore's models only).
@@ -55,7 +55,7 @@ RECENT_REJECTIONS = 20
 #: the client and the validator both refuse larger requests.
 MAX_TURN_REQUEST_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
 
-# Search attributes (operator contract, DESIGN section 6).
+# Search attributes (the operator contract, docs/operators.md).
 SA_SESSION_ID = "StatecoreSessionId"
 SA_AGENT_ID = "StatecoreAgentId"
 SA_STATUS = "StatecoreStatus"
