@@ -77,6 +77,7 @@ class SqlTransaction(StoreTransaction):
         self.state = SqlScopedStateStore(ctx)
         self.flow = SqlFlowStore(ctx)
         self.orchestration = SqlOrchestrationStore(ctx)
+        self.open_change_ledger()
 
     @property
     def now(self) -> datetime:
@@ -232,7 +233,9 @@ class SqlStateStore(StateStore):
                                 memos=None if read_only else self._memos,
                             )
                             try:
-                                yield SqlTransaction(ctx)
+                                tx = SqlTransaction(ctx)
+                                yield tx
+                                await tx.record_unclaimed_changes()
                                 await ctx.send_touches()
                             finally:
                                 ctx.open = False
