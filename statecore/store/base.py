@@ -58,7 +58,8 @@ from statecore.core.models import (
     TokenUsage,
 )
 from statecore.core.models import Message as NewMessage
-from statecore.store import change_ledger as changes
+from statecore.store import change_ledger
+from statecore.store import change_rules as changes
 from statecore.store.change_ledger import ChangeLedger, RecordsChanges
 from statecore.store.inputs import check_flag, check_int
 
@@ -489,7 +490,7 @@ class StoreTransaction(RecordsChanges, abc.ABC, changes=changes.TRANSACTION):
         """Note this transaction's changes from now on (``statecore.store.change_ledger``):
         a backend calls it once its modules exist."""
         ledger = ChangeLedger()
-        changes.attach(
+        change_ledger.attach(
             ledger,
             [
                 *(self, self.events, self.sessions, self.conversation, self.kv, self.turns),
