@@ -85,3 +85,11 @@ def test_details_that_are_not_a_mapping_are_left_out() -> None:
     error = from_failure(ApplicationError("x", "just text", 3, type="VersionConflict"))
     assert type(error) is statecore.VersionConflictError
     assert error is not None and error.details == {}
+
+
+def test_the_errors_page_lists_every_code_with_its_class() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "errors.md").read_text()
+    for code, cls in ERRORS_BY_CODE.items():
+        assert f"| `{code}` | `{cls.__name__}` |" in page, code
