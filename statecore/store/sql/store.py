@@ -235,8 +235,10 @@ class SqlStateStore(StateStore):
                             try:
                                 tx = SqlTransaction(ctx)
                                 yield tx
-                                await tx.record_unclaimed_changes()
                                 await ctx.send_touches()
+                                # Last: the feed's numbering holds the namespace's row lock
+                                # until commit, so nothing may wait on a session after it.
+                                await tx.record_unclaimed_changes()
                             finally:
                                 ctx.open = False
                         # Committed: what the transaction learnt of headers is now true.
