@@ -14,13 +14,20 @@ from typing import Any
 import pytest
 
 from statecore.contract.shares import ShareGrantOp
-from statecore.core.bundles import export_session, fork_session, import_session
+from statecore.core.bundles import (
+    export_namespace,
+    export_session,
+    fork_session,
+    import_namespace,
+    import_session,
+)
 from statecore.core.compaction import CompactionRequest
 from statecore.core.control_plane import compact, reset, sweep
 from statecore.core.errors import (
     RevisionConflictError,
     ShareTokenUnknownError,
     StatecoreError,
+    UnknownStoreError,
     VersionConflictError,
 )
 from statecore.core.models import KVScope, Message, SessionRef
@@ -144,6 +151,11 @@ async def _agents_session(d: Door, method: str, *args: Any) -> Any:
 async def _import_over(d: Door) -> None:
     bundle = await export_session(d.store, d.ref)
     await import_session(d.store, bundle, replace=True)
+
+
+async def _import_namespace_over(d: Door) -> None:
+    bundle = await export_namespace(d.store, d.ref.namespace)
+    await import_namespace(d.store, bundle, replace=True)
 
 
 async def _with_flow(d: Door) -> None:
@@ -363,7 +375,26 @@ ROWS: list[Row] = [
         [("compaction", "ref", {"window_start": 3})],
         prepare=_with_log,
     ),
+    Row(
+        "a namespace's reset",
+        lambda d: reset(d.store, None, namespace=d.ref.namespace, all_sessions=True),
+        [("reset", "ns", {"all": True})],
+        prepare=_with_log,
+    ),
+    Row(
+        "a reset that names an unknown store is refused",
+        lambda d: reset(d.store, d.ref, stores=["groceries"]),
+        [],
+        prepare=_with_log,
+        refused=UnknownStoreError,
+    ),
     Row("a bundle import over the session", _import_over, [("import", "ref", {})], _with_log),
+    Row(
+        "a namespace bundle import over the namespace",
+        _import_namespace_over,
+        [("import", "ns", {"replaced": True})],
+        _with_log,
+    ),
     Row("a fork (time travel)", _fork, [("import", "fork", {})], _with_flow),
     Row("the TTL sweep", _expire, [("expired", "ref", {})], _with_log),
     Row(
