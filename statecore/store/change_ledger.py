@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -31,6 +32,10 @@ from statecore.core.change_events import EventKind, NewEvent
 
 #: The most entries a list in an event's detail keeps (the rest is counted, not listed).
 MAX_LISTED = 20
+#: The ledger whose noted call this task is inside: a mutating method that calls another
+#: notes once, outermost. Per task, so calls made concurrently on one transaction
+#: (``asyncio.gather``) are each noted.
+_inside: ContextVar[ChangeLedger | None] = ContextVar("statecore_noted_call", default=None)
 
 
 @dataclass
@@ -58,8 +63,6 @@ class ChangeLedger:
     noted: list[tuple[inspect.Signature, Rule, tuple[Any, ...], dict[str, Any], Any]] = field(
         default_factory=list
     )
-    #: Calls in progress: a mutating method that calls another notes only once, outermost.
-    depth: int = 0
 
     def claim(self) -> None:
         """The caller recorded events describing everything noted so far."""
@@ -159,13 +162,13 @@ def _noting(fn: Any, sig: inspect.Signature, rule: Rule | None) -> Any:
     @functools.wraps(fn)
     async def noted(self: Any, *args: Any, **kwargs: Any) -> Any:
         ledger: ChangeLedger | None = self._ledger
-        if ledger is None or ledger.depth:
+        if ledger is None or _inside.get() is ledger:
             return await fn(self, *args, **kwargs)
-        ledger.depth += 1
+        token = _inside.set(ledger)
         try:
             result = await fn(self, *args, **kwargs)
         finally:
-            ledger.depth -= 1
+            _inside.reset(token)
         if rule is None:
             ledger.claim()
         else:

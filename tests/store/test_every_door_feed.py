@@ -7,6 +7,7 @@ compares the events that entry point's commit added with the row's expectation.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -449,3 +450,19 @@ async def test_every_door_records_one_event_per_committed_change(
         assert {k: event.detail.get(k) for k in detail} == detail, (row.name, event.detail)
     if events:  # numbered after what was there, without gaps
         assert [e.seq for e in events] == list(range(before + 1, before + 1 + len(events)))
+
+
+async def test_writes_made_concurrently_in_one_transaction_are_each_recorded(
+    store: StateStore, ref: SessionRef
+) -> None:
+    async def work(tx: StoreTransaction) -> None:
+        await tx.sessions.ensure(ref)
+        if store.dialect == "memory":  # one SQL connection takes one statement at a time
+            await asyncio.gather(*(tx.kv.put(ref.kv_scope, "b", f"k{i}", i) for i in range(3)))
+        else:
+            for i in range(3):
+                await tx.kv.put(ref.kv_scope, "b", f"k{i}", i)
+
+    await run_transaction(store, work)
+    [event] = await read_events(store, ref.namespace)
+    assert (event.kind, event.detail["count"]) == ("kv", 3)
