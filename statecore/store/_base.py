@@ -58,12 +58,15 @@ from statecore.core._models import (
     TokenUsage,
 )
 from statecore.core._models import Message as NewMessage
+from statecore.store import _change_ledger as change_ledger
+from statecore.store import _change_rules as changes
+from statecore.store._change_ledger import ChangeLedger, RecordsChanges
 from statecore.store._inputs import check_flag, check_int
 
 Clock = Callable[[], datetime]
 
 
-class SessionStore(abc.ABC):
+class SessionStore(RecordsChanges, abc.ABC, changes=changes.SESSIONS):
     """Session header rows. Every other per-session module requires the session to exist
     (``ensure`` it first); they raise SessionNotFoundError otherwise."""
 
@@ -113,7 +116,7 @@ class SessionStore(abc.ABC):
         """Every namespace that has at least one session, KV entry or scoped state."""
 
 
-class ConversationStore(abc.ABC):
+class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
     """The message log of a session, plus system prompt, hints, summary and window start."""
 
     @abc.abstractmethod
@@ -216,7 +219,7 @@ class ConversationStore(abc.ABC):
         session: the import half of bundles. Raises AlreadyExistsError if the log is not empty."""
 
 
-class KVStore(abc.ABC):
+class KVStore(RecordsChanges, abc.ABC, changes=changes.KV):
     """Athyr-style buckets of keys -> bytes or JSON, with a revision per write."""
 
     @abc.abstractmethod
@@ -282,7 +285,7 @@ class KVStore(abc.ABC):
         """Delete keys whose TTL has passed, in every scope; returns how many."""
 
 
-class TurnRecordStore(abc.ABC):
+class TurnRecordStore(RecordsChanges, abc.ABC, changes=changes.TURNS):
     """One record per committed turn of a session (``statecore.operations._turn_record``), keyed by
     turn id: what makes a turn's commit idempotent. A record is a JSON value, written once."""
 
@@ -313,7 +316,7 @@ class TurnRecordStore(abc.ABC):
         """Delete every record of the session; returns how many."""
 
 
-class ScopedStateStore(abc.ABC):
+class ScopedStateStore(RecordsChanges, abc.ABC, changes=changes.STATE):
     """Agentex state: one JSON document per (namespace, task_id, agent_id), at most
     MAX_STATE_BYTES (1 MiB)."""
 
@@ -349,7 +352,7 @@ class ScopedStateStore(abc.ABC):
     async def restore(self, states: Sequence[ScopedState]) -> None: ...
 
 
-class FlowStore(abc.ABC):
+class FlowStore(RecordsChanges, abc.ABC, changes=changes.FLOW):
     """Flow checkpoints with full history (time travel and fork)."""
 
     @abc.abstractmethod
@@ -384,7 +387,7 @@ class FlowStore(abc.ABC):
     async def clear(self, ref: SessionRef) -> int: ...
 
 
-class OrchestrationStore(abc.ABC):
+class OrchestrationStore(RecordsChanges, abc.ABC, changes=changes.ORCHESTRATION):
     """AgentDock orchestration state of a session. ``last_accessed`` and ``ttl_seconds`` are
     the session's own (one idle clock per session)."""
 
@@ -429,7 +432,7 @@ class OrchestrationStore(abc.ABC):
     async def restore(self, ref: SessionRef, state: OrchestrationState) -> None: ...
 
 
-class EventStore(abc.ABC):
+class EventStore(RecordsChanges, abc.ABC, changes=changes.EVENTS):
     """The change feed of each namespace (``statecore.core._change_events``)."""
 
     @abc.abstractmethod
@@ -466,7 +469,7 @@ class RestartTransaction(Exception):
     asks for that shortcut itself, outside ``run_transaction``, ever sees it."""
 
 
-class StoreTransaction(abc.ABC):
+class StoreTransaction(RecordsChanges, abc.ABC, changes=changes.TRANSACTION):
     """The modules, bound to one open transaction."""
 
     events: EventStore
@@ -482,6 +485,28 @@ class StoreTransaction(abc.ABC):
     @abc.abstractmethod
     def now(self) -> datetime:
         """The time this transaction is stamped with (the store's clock, read once)."""
+
+    def open_change_ledger(self) -> None:
+        """Note this transaction's changes from now on (``statecore.store._change_ledger``):
+        a backend calls it once its modules exist."""
+        ledger = ChangeLedger()
+        change_ledger.attach(
+            ledger,
+            [
+                *(self, self.events, self.sessions, self.conversation, self.kv, self.turns),
+                *(self.state, self.flow, self.orchestration),
+            ],
+        )
+
+    async def record_unclaimed_changes(self) -> None:
+        """Record the changes no event describes yet, in this transaction: a backend calls
+        it last before committing, so every commit, whichever door it came through, carries
+        the events of what it changed."""
+        ledger = self._ledger
+        if ledger is None or not ledger.noted:
+            return
+        for namespace, events in sorted(ledger.describe(self.now).items()):
+            await self.events.append(namespace, events)
 
     async def begin_turn(
         self, ref: SessionRef, turn_id: str, *, messages_only: bool = False

@@ -51,7 +51,6 @@ from statecore.contract._session import (
     workflow_id_for,
 )
 from statecore.core._errors import (
-    ERRORS_BY_CODE,
     InvalidInputError,
     InvalidLimitError,
     PayloadTooLargeError,
@@ -64,6 +63,7 @@ from statecore.core._errors import (
 from statecore.core._model_windows import context_budget
 from statecore.core._models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core._profile import SessionProfile, check_limit
+from statecore.errors import from_failure
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -455,13 +455,10 @@ def _typed(err: Exception) -> StatecoreError:
     """A Temporal failure as the statecore error its code names; one statecore does not know
     becomes TemporalRequestFailed (always a code, never bare gRPC text)."""
     cause = getattr(err, "cause", None)
-    if isinstance(cause, ApplicationError) and (cause.type or "") in ERRORS_BY_CODE:
-        return error_from_code(cause.type, cause.message)
+    typed = from_failure(err)  # an ApplicationError with a statecore code, or a query's
+    if typed is not None:
+        return typed
     if isinstance(err, WorkflowQueryFailedError):
-        # A failed query carries only its message; statecore's lead with their code.
-        code, _, message = err.message.partition(": ")
-        if code in ERRORS_BY_CODE:
-            return error_from_code(code, message)
         return TemporalRequestError(f"the query failed: {err.message}")
     if isinstance(err, RPCError):
         if _too_large(err):

@@ -47,8 +47,16 @@ from statecore.contract._activities import (
     GenerateResult,
     OrchestrationOp,
 )
-from statecore.core._models import Message, SessionRef, TokenUsage, validate_turn_id
+from statecore.contract._session import CompactInput, ResetInput
+from statecore.core._models import (
+    Message,
+    SessionRef,
+    StateOperationResult,
+    TokenUsage,
+    validate_turn_id,
+)
 from statecore.core._profile import SessionProfile
+from statecore.workflow import _control as control
 from statecore.workflow._activity_calls import (
     MAX_ACTIVITY_INPUT_BYTES,
     MODEL_RETRY,
@@ -87,9 +95,32 @@ class TurnSession:
         self.model_heartbeat = model_heartbeat
         #: The number of the last committed turn; the next turn gets ``turn_number + 1``.
         self.turn_number = 0
+        #: Turn blocks of this session open now (reset and compact run between turns).
+        self.open_turns = 0
 
     def turn(self, turn_id: str) -> Turn:
         return Turn(self, turn_id)
+
+    async def reset(
+        self, request: ResetInput | None = None, *, stores: Sequence[str] = (), all: bool = False
+    ) -> StateOperationResult:
+        """Clear stores of this session, as the operator contract's ``reset``: name them
+        (``stores=["conversation", "kv"]``) or ``all=True``; naming nothing is refused with
+        ResetRefused. Between turns only (``statecore.workflow._control``)."""
+        return await control.reset_session(self, request, {"stores": list(stores), "all": all})
+
+    async def compact(
+        self,
+        request: CompactInput | None = None,
+        *,
+        strategy: str = "tokens",
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
+    ) -> StateOperationResult:
+        """Compact this session's context window, as the operator contract's ``compact``
+        (strategies ``recent``, ``tokens``, ``summarize``). Between turns only."""
+        fields = {"strategy": strategy, "max_tokens": max_tokens, "max_messages": max_messages}
+        return await control.compact_session(self, request, fields)
 
     async def run_sql(self, name: str, arg: BaseModel, result_type: Any) -> Any:
         """Run one of statecore's short SQL activities as a local activity."""
@@ -149,12 +180,16 @@ class Turn:
         self.result: CommitTurnResult | None = None
 
     async def __aenter__(self) -> Turn:
+        self.session.open_turns += 1
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None and self.result is None:
-            await self.commit()
-        # On an exception the buffer is simply dropped: nothing was written.
+        try:
+            if exc_type is None and self.result is None:
+                await self.commit()
+            # On an exception the buffer is simply dropped: nothing was written.
+        finally:
+            self.session.open_turns -= 1
 
     def append(self, message: Message | Sequence[Message]) -> None:
         """Buffer message(s) of this turn; they are stored at commit, in order."""

@@ -11,6 +11,7 @@ from statecore.core._errors import ShareRevokedError
 from statecore.core._models import SessionRef
 from statecore.operations._shares import new_token, read_shared_state
 from statecore.operations._turn_commit import commit_turn
+from statecore.store._feed import read_events
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from tests.cli.conftest import assert_one_line_error, statecore
@@ -50,9 +51,15 @@ async def test_operator_lists_and_revokes_a_share() -> None:
             assert [(r["agent_id"], r["turns"]) for r in row["redemptions"]] == [("writer", 1)]
             assert ticket.token not in listed.out and "token_sha256" not in row
 
+            async with store.transaction(read_only=True) as tx:
+                before = await tx.events.last_seq("ops")
             revoked = await statecore(*base, "shares", "revoke", ticket.share_id)
             assert revoked.code == 0, revoked.err
             assert revoked.json()["revoked_by"] == "operator"
+            # The revocation is in the feed, as the owner's `share` event, exactly once.
+            [event] = await read_events(store, "ops", after=before)
+            assert (event.kind, event.agent_id, event.session_id) == ("share", "planner", "p1")
+            assert event.detail["revoked"] == [ticket.share_id]
             async with store.transaction(read_only=True) as tx:
                 with pytest.raises(ShareRevokedError):
                     await read_shared_state(tx, "ops", ticket.token)
@@ -60,6 +67,7 @@ async def test_operator_lists_and_revokes_a_share() -> None:
             unknown = await statecore(*base, "shares", "revoke", "0" * 24)
             assert_one_line_error(unknown, 3)
             assert unknown.error()["code"] == "ShareTokenUnknown"
+            assert await read_events(store, "ops", after=event.seq) == []  # refused: none
             # Another namespace does not see the grant at all.
             other = await statecore(
                 "--database-url", url, "--state-namespace", "elsewhere", "--json", "shares", "list"

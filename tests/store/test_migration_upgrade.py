@@ -85,7 +85,12 @@ async def test_upgrade_from_0001_keeps_every_row(dialect: str) -> None:
 
         assert await upgrade_database(url) == HEAD_REVISION
         assert await table_names(url) == PREFIXED | {VERSION_TABLE}
-        assert await all_rows(url) == rows
+        # Every row but the change feed's: a downgrade below 0005 drops the feed's tables
+        # (the feed is the history of one database; an upgrade starts it anew).
+        upgraded = await all_rows(url)
+        assert upgraded.pop("events") == [] and upgraded.pop("event_heads") == []
+        assert rows.pop("events") and rows.pop("event_heads")
+        assert upgraded == rows
         store = await open_store(url)
         try:
             assert await snapshot(store, NS, [REF, SIBLING]) == shown

@@ -77,9 +77,11 @@ async def test_append_and_tail_issue_the_same_statements_at_any_log_length(
     assert [s for s, _ in short_append] == [s for s, _ in long_append]
     assert [s for s, _ in short_tail] == [s for s, _ in long_tail]
     # Session row, existing indexes of the turn, insert, counters (on PostgreSQL the insert
-    # rides in the counters' UPDATE); then session, the window's boundary (the budget binds
-    # at both lengths) and the window.
-    assert len(long_append) == (3 if store.dialect == "postgresql" else 4)
+    # rides in the counters' UPDATE), then the append's change-feed event (one statement on
+    # PostgreSQL, two on SQLite, three on MariaDB); then session, the window's boundary (the
+    # budget binds at both lengths) and the window.
+    feed = {"postgresql": 1, "sqlite": 2, "mysql": 3}[store.dialect]
+    assert len(long_append) == (3 if store.dialect == "postgresql" else 4) + feed
     assert len(long_tail) == 3
     assert not any("count(" in s.lower() for s, _ in long_append + long_tail)
 
@@ -230,9 +232,11 @@ async def test_delete_leaves_no_row_of_the_session_behind(store: SqlStateStore) 
         assert await tx.sessions.delete(REF) is True
     after = await _row_counts(store)
     # Exactly one session's rows went: the other session's are all still there (and tables
-    # that hold no session rows, the LangGraph checkpoints and the change feed, are untouched).
+    # that hold no session rows are untouched: the LangGraph checkpoints, and the change
+    # feed, which gained the deletion's event).
     gone = {table: before[table] - after[table] for table in before}
     assert {table: count for table, count in gone.items() if count} == {
+        "statecore_events": -1,
         "statecore_sessions": 1,
         "statecore_messages": 3,
         "statecore_hints": 1,

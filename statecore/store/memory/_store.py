@@ -48,6 +48,7 @@ class MemoryTransaction(StoreTransaction):
         self.state = MemoryScopedStateStore(ctx)
         self.flow = MemoryFlowStore(ctx)
         self.orchestration = MemoryOrchestrationStore(ctx)
+        self.open_change_ledger()
 
     @property
     def now(self) -> datetime:
@@ -93,7 +94,9 @@ class MemoryStateStore(StateStore):
                 workspace, check_aware(self._clock(), "clock()"), self._counter, self._default_ttl
             )
             try:
-                yield MemoryTransaction(ctx)
+                tx = MemoryTransaction(ctx)
+                yield tx
+                await tx.record_unclaimed_changes()
                 # Synchronous from here to the end: nothing else can observe half a commit.
                 workspace.commit()
             finally:

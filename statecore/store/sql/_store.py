@@ -77,6 +77,7 @@ class SqlTransaction(StoreTransaction):
         self.state = SqlScopedStateStore(ctx)
         self.flow = SqlFlowStore(ctx)
         self.orchestration = SqlOrchestrationStore(ctx)
+        self.open_change_ledger()
 
     @property
     def now(self) -> datetime:
@@ -232,8 +233,12 @@ class SqlStateStore(StateStore):
                                 memos=None if read_only else self._memos,
                             )
                             try:
-                                yield SqlTransaction(ctx)
+                                tx = SqlTransaction(ctx)
+                                yield tx
                                 await ctx.send_touches()
+                                # Last: the feed's numbering holds the namespace's row lock
+                                # until commit, so nothing may wait on a session after it.
+                                await tx.record_unclaimed_changes()
                             finally:
                                 ctx.open = False
                         # Committed: what the transaction learnt of headers is now true.
