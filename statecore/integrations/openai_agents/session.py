@@ -27,7 +27,9 @@ from statecore.core.models import (
 )
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
+from statecore.integrations.openai_agents.closing import Closing, OpenedStore, close_stores
 from statecore.integrations.openai_agents.items import items_to_messages, messages_to_items
+from statecore.integrations.openai_agents.memory_stores import shared_memory_store
 from statecore.store import MEMORY_URL, StateStore, StoreTransaction, open_store, run_transaction
 
 #: The agent id a standalone session is stored under unless told otherwise.
@@ -84,8 +86,8 @@ class StatecoreSession:
         self._given_store = store
         self._counter = token_counter or TokenCounter()
         # A SQL connection pool belongs to the event loop that opened it, and the SDK's
-        # run_sync runs on a loop of its own: one store per loop (memory needs only one).
-        self._stores: dict[int, StateStore] = {}
+        # run_sync runs on a loop of its own: one store per loop (memory:// is shared).
+        self._stores: dict[int, OpenedStore] = {}
 
     # --- the SDK's protocol ------------------------------------------------------------------
 
@@ -137,11 +139,14 @@ class StatecoreSession:
 
     # --- statecore's side --------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the stores this session opened (never a store passed in)."""
-        stores, self._stores = list(self._stores.values()), {}
-        for store in stores:
-            await store.close()
+    def close(self) -> Closing:
+        """Close the stores this session opened (never a store passed in, nor the process's
+        shared ``memory://`` store). Works as the SDK's sessions' ``close()`` does, called
+        without ``await``, and as ``await session.close()`` in async code: see
+        ``statecore.integrations.openai_agents.closing``. A closed session opens its store
+        again when it is used again."""
+        opened, self._stores = list(self._stores.values()), {}
+        return close_stores(opened)
 
     async def _read_items(self, tx: StoreTransaction, limit: int | None) -> list[Any]:
         info = await tx.sessions.get(self.ref)
@@ -182,12 +187,17 @@ class StatecoreSession:
         if self._given_store is not None:
             return self._given_store
         assert self._url is not None
-        key = 0 if self._url.strip().lower() == MEMORY_URL else id(asyncio.get_running_loop())
-        store = self._stores.get(key)
-        if store is None:
+        if self._url.strip().lower() == MEMORY_URL:
+            return shared_memory_store(self._counter)
+        loop = asyncio.get_running_loop()
+        # Keyed by the loop object's id while the entry holds the loop, so no later loop can
+        # reuse the id of one this session still has a store for.
+        opened = self._stores.get(id(loop))
+        if opened is None:
             store = await open_store(self._url, token_counter=self._counter, migrate=True)
-            self._stores[key] = store
-        return store
+            opened = OpenedStore(store, loop)
+            self._stores[id(loop)] = opened
+        return opened.store
 
 
 def _newest(items: list[Any], limit: int | None) -> list[Any]:
