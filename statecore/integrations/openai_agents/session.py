@@ -1,7 +1,9 @@
 """``StatecoreSession``: the OpenAI Agents SDK's ``Session`` on statecore's store.
 
-Standalone, it is a drop-in for the SDK's own sessions (``SQLiteSession``,
-``SQLAlchemySession``) on memory, SQLite, PostgreSQL or MariaDB. Inside a statecore turn
+Standalone, it replaces the SDK's own sessions (``SQLiteSession``, ``SQLAlchemySession``) on
+memory, SQLite, PostgreSQL or MariaDB by changing only the line that constructs the session,
+provided the session id is a statecore identifier (docs/openai_agents.md, "Moving from the
+SDK's sessions", lists what else to change). Inside a statecore turn
 (``statecore.integrations.openai_agents.turns``) a session bound to the turn reads the
 committed log and keeps what the run adds in memory, so the turn's activity commits it together
 with the turn record, once.
@@ -16,7 +18,7 @@ from typing import Any
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
 
 from statecore.core.context_window import assemble_context
-from statecore.core.errors import InvalidInputError
+from statecore.core.errors import InvalidIdentifierError, InvalidInputError
 from statecore.core.model_windows import context_budget
 from statecore.core.models import (
     DEFAULT_NAMESPACE,
@@ -71,7 +73,7 @@ class StatecoreSession:
             raise InvalidInputError("pass exactly one of database_url= or store=")
         if database_url is not None and not isinstance(database_url, str):
             raise InvalidInputError("database_url must be a string URL")
-        validate_identifier(session_id, "session_id")
+        _check_session_id(session_id)
         self.session_id = session_id
         self.ref = SessionRef(namespace=namespace, agent_id=agent_id, session_id=session_id)
         self.profile = profile
@@ -198,6 +200,27 @@ class StatecoreSession:
             opened = OpenedStore(store, loop)
             self._stores[id(loop)] = opened
         return opened.store
+
+
+def _check_session_id(session_id: Any) -> None:
+    """Refuse an id statecore cannot store as written, saying what to pass instead.
+
+    The id is never rewritten: the id in the database, in ``describe`` and in the CLI is the
+    one the application used, and one id can never name two logs."""
+    try:
+        validate_identifier(session_id, "session_id")
+    except InvalidIdentifierError as exc:
+        hint = (
+            " (SQLiteSession(':memory:') names the session ':memory:' and keeps it in memory; "
+            "for that, choose an id and pass database_url='memory://')"
+            if isinstance(session_id, str) and session_id.strip().lower() == ":memory:"
+            else ""
+        )
+        raise InvalidIdentifierError(
+            f"{exc.message}; StatecoreSession stores the session id as written, so pass an id "
+            f"statecore can store, e.g. 'conversation-1'{hint}",
+            **exc.details,
+        ) from exc
 
 
 def _newest(items: list[Any], limit: int | None) -> list[Any]:
