@@ -13,25 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
 
 from statecore.core.context_window import assemble_context
-from statecore.core.errors import InvalidIdentifierError, InvalidInputError
+from statecore.core.errors import InvalidInputError
 from statecore.core.model_windows import context_budget
 from statecore.core.models import (
     DEFAULT_NAMESPACE,
     MAX_PAGE_SIZE,
     Message,
     SessionRef,
-    validate_identifier,
 )
 from statecore.core.profile import SessionProfile
 from statecore.core.tokens import TokenCounter
+from statecore.integrations.openai_agents import compaction
 from statecore.integrations.openai_agents.closing import Closing, OpenedStore, close_stores
 from statecore.integrations.openai_agents.items import items_to_messages, messages_to_items
 from statecore.integrations.openai_agents.memory_stores import shared_memory_store
+from statecore.integrations.openai_agents.session_ids import check_session_id
 from statecore.store import MEMORY_URL, StateStore, StoreTransaction, open_store, run_transaction
 
 #: The agent id a standalone session is stored under unless told otherwise.
@@ -73,7 +75,7 @@ class StatecoreSession:
             raise InvalidInputError("pass exactly one of database_url= or store=")
         if database_url is not None and not isinstance(database_url, str):
             raise InvalidInputError("database_url must be a string URL")
-        _check_session_id(session_id)
+        check_session_id(session_id)
         self.session_id = session_id
         self.ref = SessionRef(namespace=namespace, agent_id=agent_id, session_id=session_id)
         self.profile = profile
@@ -150,6 +152,16 @@ class StatecoreSession:
         opened, self._stores = list(self._stores.values()), {}
         return close_stores(opened)
 
+    # --- the SDK's optional compaction hooks (statecore.integrations.openai_agents.compaction)
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        return await compaction.read_snapshot(self, limit, prune_prefix)
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        return await compaction.replace_all(self, items)
+
     async def _read_items(self, tx: StoreTransaction, limit: int | None) -> list[Any]:
         info = await tx.sessions.get(self.ref)
         if info is None:
@@ -200,27 +212,6 @@ class StatecoreSession:
             opened = OpenedStore(store, loop)
             self._stores[id(loop)] = opened
         return opened.store
-
-
-def _check_session_id(session_id: Any) -> None:
-    """Refuse an id statecore cannot store as written, saying what to pass instead.
-
-    The id is never rewritten: the id in the database, in ``describe`` and in the CLI is the
-    one the application used, and one id can never name two logs."""
-    try:
-        validate_identifier(session_id, "session_id")
-    except InvalidIdentifierError as exc:
-        hint = (
-            " (SQLiteSession(':memory:') names the session ':memory:' and keeps it in memory; "
-            "for that, choose an id and pass database_url='memory://')"
-            if isinstance(session_id, str) and session_id.strip().lower() == ":memory:"
-            else ""
-        )
-        raise InvalidIdentifierError(
-            f"{exc.message}; StatecoreSession stores the session id as written, so pass an id "
-            f"statecore can store, e.g. 'conversation-1'{hint}",
-            **exc.details,
-        ) from exc
 
 
 def _newest(items: list[Any], limit: int | None) -> list[Any]:
@@ -284,6 +275,17 @@ class TurnBoundSession(StatecoreSession):
         raise InvalidInputError(
             "a statecore turn cannot clear its session; send the session the reset signal "
             "(statecore reset, or AgentSessionClient.reset)"
+        )
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        return None  # the committed log is not changed from inside a turn
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        raise InvalidInputError(
+            "a statecore turn cannot replace its session's items; compact it with the "
+            "session's compact signal (statecore compact, or AgentSessionClient.compact)"
         )
 
     def _given_store_or_fail(self) -> StateStore:
