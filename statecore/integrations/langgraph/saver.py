@@ -52,6 +52,7 @@ from statecore.integrations.langgraph.loop_bridge import (
     call_on_loop,
 )
 from statecore.integrations.langgraph.maintenance import collect_blobs, keep_latest
+from statecore.integrations.langgraph.setup_call import SetupCall, run_setup
 from statecore.store.retry import DEFAULT_ATTEMPTS, retry_pause
 from statecore.store.sql.engine import READ_ONLY_OPTION, dialect_name
 from statecore.store.sql.transient import is_transient_conflict
@@ -131,8 +132,11 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
 
         await upgrade_engine(self.engine)
 
-    def setup(self) -> None:
-        self._sync(self.asetup, "setup")
+    def setup(self) -> SetupCall:
+        """``saver.setup()`` in sync code and ``await saver.setup()`` in async code, as
+        LangGraph's sync and async savers are set up (``statecore.integrations.langgraph.
+        setup_call``); ``await saver.asetup()`` works too."""
+        return run_setup(self.loop, self.asetup, timeout=self.sync_timeout)
 
     @property
     def codec(self) -> ValueCodec:

@@ -177,4 +177,3 @@ def _handler_for(api: ResponsesAPI) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
-
