@@ -50,6 +50,12 @@ class ResponsesAPI:
         self._thread.start()
         return self
 
+    def reset(self) -> None:
+        """Forget what was asked, and number replies from 1 again."""
+        with self._lock:
+            self.requests = []
+            self._count = 0
+
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
