@@ -5,6 +5,8 @@ Replies depend only on what the request carries, so two runs that send the same 
 the same replies, and a run whose session lost or reordered history gets different ones:
 
 - the newest input item is a tool's output: a message quoting it;
+- the request forces a function tool (``tool_choice``) and the newest item is a user
+  message: a call of that tool with the message as its first required argument;
 - the agent has function tools and the newest user message asks about a place ("... in
   Oakland?"): a call of the first tool with that place as its first required argument;
 - otherwise: a message naming how many items and user messages the input held and echoing
@@ -94,20 +96,15 @@ def _response(n: int, body: dict[str, Any], items: list[dict[str, Any]]) -> dict
     newest = items[-1] if items else {}
     tools = [t for t in body.get("tools") or [] if t.get("type") == "function"]
     place = _PLACE.search(_text(users[-1]).strip()) if users else None
+    choice = body.get("tool_choice")
+    forced = [t for t in tools if isinstance(choice, dict) and t["name"] == choice.get("name")]
     output: dict[str, Any]
     if newest.get("type") == "function_call_output":
         output = _message(n, f"The tool said: {newest.get('output')}")
+    elif forced and _is_user(newest):
+        output = _call(n, forced[0], _text(newest))
     elif tools and place and _is_user(newest):
-        tool = tools[0]
-        required = (tool.get("parameters") or {}).get("required") or ["input"]
-        output = {
-            "type": "function_call",
-            "id": f"fc_{n}",
-            "call_id": f"call_{n}",
-            "name": tool["name"],
-            "arguments": json.dumps({required[0]: place.group(1)}),
-            "status": "completed",
-        }
+        output = _call(n, tools[0], place.group(1))
     else:
         said = _text(users[-1]) if users else ""
         output = _message(n, f"Reply {len(users)} to {len(items)} items: {said}")
@@ -122,6 +119,18 @@ def _response(n: int, body: dict[str, Any], items: list[dict[str, Any]]) -> dict
         "tool_choice": "auto",
         "tools": body.get("tools") or [],
         "usage": _USAGE,
+    }
+
+
+def _call(n: int, tool: dict[str, Any], value: str) -> dict[str, Any]:
+    required = (tool.get("parameters") or {}).get("required") or ["input"]
+    return {
+        "type": "function_call",
+        "id": f"fc_{n}",
+        "call_id": f"call_{n}",
+        "name": tool["name"],
+        "arguments": json.dumps({required[0]: value}),
+        "status": "completed",
     }
 
 
