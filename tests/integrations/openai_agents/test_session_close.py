@@ -160,3 +160,20 @@ async def test_close_never_touches_a_store_passed_in(tmp_path: object) -> None:
         assert await session.get_items() == [ITEM]
     finally:
         await store.close()
+
+
+def test_a_store_on_a_loop_running_in_another_thread_is_closed_there(url: str) -> None:
+    before = open_connections(url)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        session = StatecoreSession(f"s-{uuid.uuid4().hex[:8]}", database_url=url)
+        asyncio.run_coroutine_threadsafe(session.add_items([ITEM]), loop).result(60)
+        assert open_connections(url) > before
+        assert session.close().done  # no loop here: closed on its own loop before returning
+        assert open_connections(url) == before
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(10)
+        loop.close()
