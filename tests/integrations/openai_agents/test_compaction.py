@@ -37,6 +37,7 @@ PROMPTS = [
 DIALECTS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgresql", id="postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", id="mariadb", marks=pytest.mark.mariadb),
 ]
 
 
