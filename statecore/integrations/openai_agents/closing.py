@@ -14,9 +14,13 @@ where it can be:
   task left when ``main`` returns, and a close cut off half way leaves a connection (and
   aiosqlite's thread for it) open;
 - on a loop that is still running in another thread: on that loop, from here;
-- on a loop that has stopped or closed (``asyncio.run`` returned, or the SDK's ``run_sync``
-  ended): on a private loop of its own, synchronously when no loop runs in this thread, in a
-  worker thread (part of the returned awaitable) when one does.
+- on a loop that has stopped but is not closed (the thread's default loop, which the SDK's
+  ``run_sync`` uses): on that loop, run again for the purpose, synchronously when no loop runs
+  in this thread, in a worker thread (part of the returned awaitable) when one does;
+- on a loop that is closed (``asyncio.run`` returned): on a private loop of its own, the
+  same way. aiosqlite's connections close there as on their own loop; asyncpg's cannot be
+  closed gracefully from another loop, so SQLAlchemy logs the failed close and the
+  connection is terminated instead.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def close_stores(opened: list[OpenedStore]) -> Closing:
         running = None
     here: list[StateStore] = []
     elsewhere: list[Future[None]] = []
-    stopped: list[StateStore] = []
+    stopped: list[OpenedStore] = []
     for entry in opened:
         if entry.loop is running:
             here.append(entry.store)
@@ -79,12 +83,12 @@ def close_stores(opened: list[OpenedStore]) -> Closing:
                 asyncio.run_coroutine_threadsafe(_close_in_time(entry.store), entry.loop)
             )
         else:
-            stopped.append(entry.store)
+            stopped.append(entry)
     if running is None:
         # No loop here: everything happens now, before close() returns, as the SDK's
         # sessions do.
-        for store in stopped:
-            _close_on_private_loop(store)
+        for entry in stopped:
+            _close_on_stopped_loop(entry)
         for future in elsewhere:
             future.result(timeout=CLOSE_TIMEOUT_SECONDS + 1)
         return Closing(None)
@@ -97,12 +101,12 @@ def close_stores(opened: list[OpenedStore]) -> Closing:
 
 
 async def _close_all(
-    here: list[StateStore], elsewhere: list[Future[None]], stopped: list[StateStore]
+    here: list[StateStore], elsewhere: list[Future[None]], stopped: list[OpenedStore]
 ) -> None:
     for store in here:
         await _close_in_time(store)
-    for store in stopped:
-        await asyncio.to_thread(_close_on_private_loop, store)
+    for entry in stopped:
+        await asyncio.to_thread(_close_on_stopped_loop, entry)
     for future in elsewhere:
         await asyncio.wrap_future(future)
 
@@ -128,13 +132,14 @@ async def _close_in_time(store: StateStore) -> None:
         ) from exc
 
 
-def _close_on_private_loop(store: StateStore) -> None:
-    """Close a store whose loop has stopped. Its pooled connections were made on that loop;
-    closing them here is what lets their sockets and threads go (asyncpg's and aiosqlite's
-    close work from another loop, and a connection that cannot be closed is dropped)."""
+def _close_on_stopped_loop(entry: OpenedStore) -> None:
+    """Close the store on its own loop if that loop can still run, else on a private one."""
+    if not entry.loop.is_closed():
+        entry.loop.run_until_complete(_close_in_time(entry.store))
+        return
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(_close_in_time(store))
+        loop.run_until_complete(_close_in_time(entry.store))
     finally:
         loop.close()
 

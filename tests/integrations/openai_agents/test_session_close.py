@@ -177,3 +177,21 @@ def test_a_store_on_a_loop_running_in_another_thread_is_closed_there(url: str) -
         loop.call_soon_threadsafe(loop.stop)
         runner.join(10)
         loop.close()
+
+
+def test_a_store_on_a_stopped_loop_is_closed_on_that_loop(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK's ``Runner.run_sync`` runs on the thread's default loop and leaves it open:
+    the store is closed on that loop, cleanly (no failed close logged)."""
+    before = open_connections(url)
+    loop = asyncio.new_event_loop()
+    try:
+        session = StatecoreSession(f"s-{uuid.uuid4().hex[:8]}", database_url=url)
+        loop.run_until_complete(session.add_items([ITEM]))
+        assert open_connections(url) > before
+        assert session.close().done
+        assert open_connections(url) == before
+        assert "Exception closing connection" not in caplog.text
+    finally:
+        loop.close()
