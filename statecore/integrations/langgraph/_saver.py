@@ -54,6 +54,7 @@ from statecore.integrations.langgraph._loop_bridge import (
 )
 from statecore.integrations.langgraph._maintenance import collect_blobs, keep_latest
 from statecore.integrations.langgraph._opener import SaverOpener
+from statecore.integrations.langgraph._setup_call import SetupCall, run_setup
 from statecore.store._retry import DEFAULT_ATTEMPTS, retry_pause
 from statecore.store.sql._engine import READ_ONLY_OPTION, dialect_name
 from statecore.store.sql._transient import is_transient_conflict
@@ -128,8 +129,11 @@ class StatecoreSaver(BaseCheckpointSaver[str]):
 
         await upgrade_engine(self.engine)
 
-    def setup(self) -> None:
-        self._sync(self.asetup, "setup")
+    def setup(self) -> SetupCall:
+        """``saver.setup()`` in sync code and ``await saver.setup()`` in async code, as
+        LangGraph's sync and async savers are set up (``statecore.integrations.langgraph.
+        setup_call``); ``await saver.asetup()`` works too."""
+        return run_setup(self.loop, self.asetup, timeout=self.sync_timeout)
 
     @property
     def codec(self) -> ValueCodec:

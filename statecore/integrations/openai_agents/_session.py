@@ -1,7 +1,9 @@
 """``StatecoreSession``: the OpenAI Agents SDK's ``Session`` on statecore's store.
 
-Standalone, it is a drop-in for the SDK's own sessions (``SQLiteSession``,
-``SQLAlchemySession``) on memory, SQLite, PostgreSQL or MariaDB. Inside a statecore turn
+Standalone, it replaces the SDK's own sessions (``SQLiteSession``, ``SQLAlchemySession``) on
+memory, SQLite, PostgreSQL or MariaDB by changing only the line that constructs the session,
+provided the session id is a statecore identifier (docs/openai_agents.md, "Moving from the
+SDK's sessions", lists what else to change). Inside a statecore turn
 (``statecore.integrations.openai_agents._turns``) a session bound to the turn reads the
 committed log and keeps what the run adds in memory, so the turn's activity commits it together
 with the turn record, once.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
@@ -22,11 +25,14 @@ from statecore.core._models import (
     MAX_PAGE_SIZE,
     Message,
     SessionRef,
-    validate_identifier,
 )
 from statecore.core._profile import SessionProfile
 from statecore.core._tokens import TokenCounter
+from statecore.integrations.openai_agents import _compaction as compaction
+from statecore.integrations.openai_agents._closing import Closing, OpenedStore, close_stores
 from statecore.integrations.openai_agents._items import items_to_messages, messages_to_items
+from statecore.integrations.openai_agents._memory_stores import shared_memory_store
+from statecore.integrations.openai_agents._session_ids import check_session_id
 from statecore.operations._context_window import assemble_context
 from statecore.store import MEMORY_URL, StateStore, StoreTransaction, open_store, run_transaction
 
@@ -69,7 +75,7 @@ class StatecoreSession:
             raise InvalidInputError("pass exactly one of database_url= or store=")
         if database_url is not None and not isinstance(database_url, str):
             raise InvalidInputError("database_url must be a string URL")
-        validate_identifier(session_id, "session_id")
+        check_session_id(session_id)
         self.session_id = session_id
         self.ref = SessionRef(namespace=namespace, agent_id=agent_id, session_id=session_id)
         self.profile = profile
@@ -84,8 +90,8 @@ class StatecoreSession:
         self._given_store = store
         self._counter = token_counter or TokenCounter()
         # A SQL connection pool belongs to the event loop that opened it, and the SDK's
-        # run_sync runs on a loop of its own: one store per loop (memory needs only one).
-        self._stores: dict[int, StateStore] = {}
+        # run_sync runs on a loop of its own: one store per loop (memory:// is shared).
+        self._stores: dict[int, OpenedStore] = {}
 
     # --- the SDK's protocol ------------------------------------------------------------------
 
@@ -137,11 +143,24 @@ class StatecoreSession:
 
     # --- statecore's side --------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the stores this session opened (never a store passed in)."""
-        stores, self._stores = list(self._stores.values()), {}
-        for store in stores:
-            await store.close()
+    def close(self) -> Closing:
+        """Close the stores this session opened (never a store passed in, nor the process's
+        shared ``memory://`` store). Works as the SDK's sessions' ``close()`` does, called
+        without ``await``, and as ``await session.close()`` in async code: see
+        ``statecore.integrations.openai_agents._closing``. A closed session opens its store
+        again when it is used again."""
+        opened, self._stores = list(self._stores.values()), {}
+        return close_stores(opened)
+
+    # --- the SDK's optional compaction hooks (statecore.integrations.openai_agents._compaction)
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        return await compaction.read_snapshot(self, limit, prune_prefix)
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        return await compaction.replace_all(self, items)
 
     async def _read_items(self, tx: StoreTransaction, limit: int | None) -> list[Any]:
         info = await tx.sessions.get(self.ref)
@@ -182,12 +201,17 @@ class StatecoreSession:
         if self._given_store is not None:
             return self._given_store
         assert self._url is not None
-        key = 0 if self._url.strip().lower() == MEMORY_URL else id(asyncio.get_running_loop())
-        store = self._stores.get(key)
-        if store is None:
+        if self._url.strip().lower() == MEMORY_URL:
+            return shared_memory_store(self._counter)
+        loop = asyncio.get_running_loop()
+        # Keyed by the loop object's id while the entry holds the loop, so no later loop can
+        # reuse the id of one this session still has a store for.
+        opened = self._stores.get(id(loop))
+        if opened is None:
             store = await open_store(self._url, token_counter=self._counter, migrate=True)
-            self._stores[key] = store
-        return store
+            opened = OpenedStore(store, loop)
+            self._stores[id(loop)] = opened
+        return opened.store
 
 
 def _newest(items: list[Any], limit: int | None) -> list[Any]:
@@ -251,6 +275,17 @@ class TurnBoundSession(StatecoreSession):
         raise InvalidInputError(
             "a statecore turn cannot clear its session; send the session the reset signal "
             "(statecore reset, or AgentSessionClient.reset)"
+        )
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> Any:
+        return None  # the committed log is not changed from inside a turn
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        raise InvalidInputError(
+            "a statecore turn cannot replace its session's items; compact it with the "
+            "session's compact signal (statecore compact, or AgentSessionClient.compact)"
         )
 
     def _given_store_or_fail(self) -> StateStore:

@@ -222,10 +222,19 @@ async def test_bad_items_are_refused_whole_and_the_session_still_works(
     assert await session.get_items() == [ITEMS[1], ITEMS[7]]
 
 
-@pytest.mark.parametrize("session_id", ["has space", "a/b", "", "x" * 129, "..", "ünï"])
-def test_a_session_id_statecore_cannot_store_is_refused(session_id: str) -> None:
-    with pytest.raises(InvalidIdentifierError):
+@pytest.mark.parametrize(
+    "session_id", ["has space", "a/b", "", "x" * 129, "..", "ünï", ":memory:", "_x", 7]
+)
+def test_a_session_id_statecore_cannot_store_is_refused(session_id: Any) -> None:
+    with pytest.raises(InvalidIdentifierError, match="pass an id statecore can store"):
         StatecoreSession(session_id, database_url="memory://")
+
+
+def test_the_sdk_examples_memory_id_is_refused_with_what_to_pass_instead() -> None:
+    with pytest.raises(InvalidIdentifierError, match="database_url='memory://'") as raised:
+        StatecoreSession(":memory:", database_url="sqlite:///agents.db")
+    assert raised.value.code == "InvalidIdentifier"
+    assert raised.value.details["value"] == ":memory:"
 
 
 async def test_standalone_on_a_database_url(tmp_path: Path) -> None:
