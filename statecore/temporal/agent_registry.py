@@ -34,12 +34,17 @@ def _runner(name: str, agent: Any) -> AgentTurnRunner:
         from statecore.integrations.openai_agents.turns import OpenAIAgentTurn
 
         return OpenAIAgentTurn(agent)
+    if any(c.__module__.startswith("google.adk.") for c in type(agent).__mro__):
+        from statecore.integrations.google_adk.turns import ADKAgentTurn
+
+        return ADKAgentTurn(agent)
     if type(agent).__module__.split(".")[0] == "langgraph":
         from statecore.integrations.langgraph.turns import LangGraphAgent
 
         return LangGraphAgent(agent, name=name)
     raise ValueError(
         f"agents[{name!r}] is a {type(agent).__name__}; pass an agents.Agent (OpenAI Agents "
-        "SDK), a LangGraph StateGraph or compiled graph, or an object with async "
+        "SDK), a LangGraph StateGraph or compiled graph, a google.adk agent, or an object "
+        "with async "
         "run_turn(request) (statecore.core.agent_turns)"
     )
