@@ -7,9 +7,14 @@ real ones.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +28,15 @@ from statecore.temporal.devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.google_adk.adk_agents import RuleLlm, build_agent
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.worker_kill import history_size_and_mentions, session_status, until_status
+from tests.temporal.worker_kill import (
+    history_size_and_mentions,
+    kill_all,
+    session_status,
+    sql_messages,
+    start_worker_process,
+    until_status,
+    wait_for_file,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -202,3 +215,83 @@ async def test_history_bytes_per_agent_turn_stay_flat(agent_env: AgentEnv) -> No
     per_turn = [later - earlier for earlier, later in itertools.pairwise(sizes[1:])]
     assert max(per_turn) - min(per_turn) <= 64, per_turn
     assert marker_counts[0] >= 1 and set(marker_counts) == {marker_counts[0]}
+
+
+async def test_worker_killed_mid_run_the_turn_is_stored_once(
+    env: Env, dev_server: DevServer, tmp_path: Path
+) -> None:
+    name = f"desk_{uuid.uuid4().hex[:8]}"
+    queue = env.task_queue + "-adk"
+    sessions = env.new_client()
+    sessions.task_queue = queue
+    calls = tmp_path / "model-calls"
+
+    def start(delay: float) -> Any:
+        return start_worker_process(
+            "tests.temporal.adk_worker_process",
+            dev_server.address,
+            queue,
+            env.database_url,
+            tmp_path,
+            delay,
+            name,
+        )
+
+    worker, replacement = start(2.0), None
+    try:
+        # Importing ADK and starting the worker is slow on a loaded machine.
+        await wait_for_file(tmp_path / "worker-ready", within=180)
+        first = await sessions.send(
+            name, "kill", "weather in Oslo", turn_id="k1", model_heartbeat_seconds=2
+        )
+        assert first.reply.content == "weather: sunny in Oslo"
+        pending = asyncio.ensure_future(
+            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=2)
+        )
+        await wait_for_file(calls, lines=3, within=60)  # k2's first model call is under way
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        replacement = start(0.1)
+        second = await asyncio.wait_for(pending, timeout=120)
+        assert second.turn == 2 and second.reply.content == "weather: sunny in Rome"
+        # k1: 2 calls; k2: 1 killed with its worker, then 2 on the replacement.
+        assert len(calls.read_text().splitlines()) == 5
+        log = await sql_messages(env.database_url, name, "kill")
+        assert [m.seq for m in log] == list(range(1, 9))
+        assert [m.turn_id for m in log] == ["k1"] * 4 + ["k2"] * 4
+        # Sending the committed turn again calls no model.
+        again = await sessions.send(name, "kill", "weather in Rome", turn_id="k2")
+        assert again.reply.content == second.reply.content
+        assert len(calls.read_text().splitlines()) == 5
+    finally:
+        kill_all(worker, replacement)
+
+
+async def test_migrate_and_close_an_adk_session(dev_server: DevServer) -> None:
+    """The session moves to another task queue and goes on there, then closes; closing keeps
+    every event in SQL, readable through the standalone service."""
+    name = f"desk_{uuid.uuid4().hex[:8]}"
+    async with fresh_database("sqlite", "adkops") as url:
+        async with running_env(dev_server, url, agents={name: build_agent()}) as first:
+            s = first.sessions
+            await s.send(name, "ops", "weather in Oslo", turn_id="q1")
+            handle = s.handle(name, "ops")
+            second_queue = first.task_queue + "-b"
+            await s.migrate(name, "ops", second_queue)
+            for _ in range(100):
+                if (await handle.describe()).task_queue == second_queue:
+                    break
+                await asyncio.sleep(0.1)
+            assert (await handle.describe()).task_queue == second_queue
+        agents = {name: build_agent()}
+        async with running_env(dev_server, url, task_queue=second_queue, agents=agents) as second:
+            moved = await second.sessions.send(name, "ops", "what did I say", turn_id="q2")
+            assert moved.turn == 2 and moved.reply.content == "weather in Oslo"
+            await second.sessions.close(name, "ops")
+            await until_status(lambda: session_status(second.sessions, name, "ops"), "closed")
+        service = StatecoreSessionService(database_url=url)
+        try:
+            session = await service.get_session(app_name=name, user_id="user", session_id="ops")
+        finally:
+            await service.close()
+        assert session is not None and len(session.events) == 6
