@@ -295,3 +295,37 @@ async def test_migrate_and_close_an_adk_session(dev_server: DevServer) -> None:
         finally:
             await service.close()
         assert session is not None and len(session.events) == 6
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+        pytest.param("mysql", marks=pytest.mark.mariadb),
+    ],
+)
+async def test_turns_commit_events_and_state_on_server_databases(
+    dev_server: DevServer, dialect: str
+) -> None:
+    """The turn's events and the state they change commit in one transaction on PostgreSQL
+    (where a chat turn's commit is one statement) and MariaDB as on SQLite."""
+    name = f"desk_{uuid.uuid4().hex[:8]}"
+    llm = RuleLlm()
+    async with (
+        fresh_database(dialect, "adkturns") as url,
+        running_env(dev_server, url, agents={name: build_agent(llm)}) as env,
+    ):
+        s = env.sessions
+        assert (await s.send(name, "bob@c", "remember tea", turn_id="m1")).reply.content == "noted"
+        said = await s.send(name, "bob@c", "weather in Oslo", turn_id="m2")
+        assert said.reply.content == "weather: sunny in Oslo" and said.last_seq == 8
+        with pytest.raises(AgentRunError):
+            await s.send(name, "bob@c", "explode", turn_id="m3")
+        service = StatecoreSessionService(database_url=url)
+        try:
+            session = await service.get_session(app_name=name, user_id="bob", session_id="c")
+            assert await service.get_user_state(app_name=name, user_id="bob") == {"fact": "tea"}
+        finally:
+            await service.close()
+        assert session is not None and len(session.events) == 8
+        assert session.state == {"notes": ["tea"], "user:fact": "tea"}
