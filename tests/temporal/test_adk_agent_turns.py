@@ -237,16 +237,18 @@ async def test_worker_killed_mid_run_the_turn_is_stored_once(
             name,
         )
 
-    worker, replacement = start(2.0), None
+    # Each model call of the first worker takes 5 s, so the kill lands inside k2's first
+    # call; heartbeats are due every 6 s, so a loaded machine's late beat is not a timeout.
+    worker, replacement = start(5.0), None
     try:
         # Importing ADK and starting the worker is slow on a loaded machine.
         await wait_for_file(tmp_path / "worker-ready", within=180)
         first = await sessions.send(
-            name, "kill", "weather in Oslo", turn_id="k1", model_heartbeat_seconds=2
+            name, "kill", "weather in Oslo", turn_id="k1", model_heartbeat_seconds=6
         )
         assert first.reply.content == "weather: sunny in Oslo"
         pending = asyncio.ensure_future(
-            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=2)
+            sessions.send(name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=6)
         )
         await wait_for_file(calls, lines=3, within=60)  # k2's first model call is under way
         os.killpg(worker.pid, signal.SIGKILL)

@@ -113,9 +113,13 @@ async def _committed(
     start = info.window_start_seq if info is not None else 1
     stored = await tx.conversation.messages(ref, from_seq=start)
     app_state, user_state = await shared_state(tx, ref.namespace, app_name, user_id)
-    session = build_session(
-        ref, header, version or 0, select_events(stored, None), app_state, user_state
-    )
+    events = select_events(stored, None)
+    if start > 1:
+        # A compacted window may begin inside an exchange (a function result whose call is
+        # before it): the agent's history starts at the first user event in the window.
+        first_user = next((n for n, e in enumerate(events) if e.author == "user"), len(events))
+        events = events[first_user:]
+    session = build_session(ref, header, version or 0, events, app_state, user_state)
     return session, header, version
 
 
