@@ -7,12 +7,14 @@ with pinned versions, and runs as a subprocess with that folder's Python:
 - ``OPENAI_AGENTS``: ``temporalio-openai-agents`` and its ``openai-agents``, in
   ``.cache/venv-official`` (``bench/openai_agents_side_by_side.py``);
 - ``LANGGRAPH``: ``temporalio-langgraph`` and its ``langgraph``, in
-  ``.cache/venv-official-langgraph`` (``bench/langgraph_side_by_side.py``).
+  ``.cache/venv-official-langgraph`` (``bench/langgraph_side_by_side.py``);
+- ``GOOGLE_ADK``: ``temporalio-google-adk`` and its ``google-adk``, in
+  ``.cache/venv-official-google-adk`` (``bench/google_adk_side_by_side.py``).
 
-``scripts/setup.sh test`` builds both (so tests never download), and each benchmark builds its
+``scripts/setup.sh test`` builds them all (so tests never download), and each benchmark builds its
 own if it is missing.
 
-    .venv/bin/python bench/official_venv.py               # build both (or check they are current)
+    .venv/bin/python bench/official_venv.py               # build all (or check they are current)
     .venv/bin/python bench/official_venv.py langgraph     # build one
 """
 
@@ -87,7 +89,14 @@ LANGGRAPH = OfficialEnvironment(
     # langchain-core>=0.3.0: the versions that resolved when the benchmark was written.
     ("temporalio-langgraph==0.1.0", "langgraph==1.2.24", "langchain-core==1.8.3"),
 )
-ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH)}
+GOOGLE_ADK = OfficialEnvironment(
+    "google-adk",
+    ROOT / ".cache" / "venv-official-google-adk",
+    # temporalio-google-adk 0.0.1 (a pre-release, the only one) on the ADK release statecore's
+    # own google-adk extra pins.
+    ("temporalio-google-adk==0.0.1", "google-adk==2.13.0"),
+)
+ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH, GOOGLE_ADK)}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(ENVIRONMENTS)
