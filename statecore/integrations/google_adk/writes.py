@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import Any
 
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.sessions import Session, _session_util
 
@@ -71,8 +72,6 @@ async def check_fresh(
     """The stored header, if ``session`` reflects it; ``StaleADKSessionError`` if another
     writer appended since ``session`` was loaded. ADK's ``SessionNotFoundError`` when the
     session is gone (or belongs to another user)."""
-    from google.adk.errors.session_not_found_error import SessionNotFoundError
-
     found = await read_header(tx, ref)
     if found is None or found[0].user_id != session.user_id:
         raise SessionNotFoundError(f"Session {session.id} not found.")
