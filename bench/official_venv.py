@@ -10,6 +10,8 @@ with pinned versions, and runs as a subprocess with that folder's Python:
   ``.cache/venv-official-langgraph`` (``bench/langgraph_side_by_side.py``);
 - ``PYDANTIC_AI``: ``pydantic-ai-slim[temporal]`` (``pydantic_ai.durable_exec.temporal``), in
   ``.cache/venv-official-pydantic-ai`` (``bench/pydantic_ai_side_by_side.py``).
+- ``GOOGLE_ADK``: ``temporalio-google-adk`` and its ``google-adk``, in
+  ``.cache/venv-official-google-adk`` (``bench/google_adk_side_by_side.py``).
 
 ``scripts/setup.sh test`` builds them all (so tests never download), and each benchmark builds its
 own if it is missing.
@@ -96,7 +98,14 @@ PYDANTIC_AI = OfficialEnvironment(
     # pydantic-ai-slim; its temporal extra adds temporalio. The release statecore pins.
     ("pydantic-ai-slim[temporal]==2.68.0",),
 )
-ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH, PYDANTIC_AI)}
+GOOGLE_ADK = OfficialEnvironment(
+    "google-adk",
+    ROOT / ".cache" / "venv-official-google-adk",
+    # temporalio-google-adk 0.0.1 (a pre-release, the only one) on the ADK release statecore's
+    # own google-adk extra pins.
+    ("temporalio-google-adk==0.0.1", "google-adk==2.13.0"),
+)
+ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH, PYDANTIC_AI, GOOGLE_ADK)}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(ENVIRONMENTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
@@ -216,16 +216,29 @@ class TurnActivities:
 
 
 async def _commit(
-    resources: WorkerResources, commit: CommitTurnInput, started: float, *, looked_up: bool = False
+    resources: WorkerResources,
+    commit: CommitTurnInput,
+    started: float,
+    *,
+    looked_up: bool = False,
+    also: Callable[[StoreTransaction], Awaitable[None]] | None = None,
 ) -> CommitTurnResult:
     """Commit a turn; a turn that really committed now (not a duplicate) is counted and
     logged once, here, whichever activity completed it.
 
     ``looked_up``: the caller has just found no record of the turn (see ``commit_turn``).
+    ``also``: a framework store's own writes, in the same transaction (``AgentTurnOutcome``).
     A transaction that lost a deadlock runs again at once (``run_transaction``)."""
     store = resources.store
+
+    async def work(tx: StoreTransaction) -> CommitTurnResult:
+        done = await commit_turn(tx, commit, looked_up=looked_up)
+        if also is not None and not done.duplicate:
+            await also(tx)
+        return done
+
     try:
-        done = await run_transaction(store, lambda tx: commit_turn(tx, commit, looked_up=looked_up))
+        done = await run_transaction(store, work)
     except ConflictError:
         # A concurrent attempt of the same turn won (its record, or a revision or version
         # it advanced, refused our writes); its transaction committed, ours rolled back
@@ -289,7 +302,7 @@ async def _run_agent_turn(
             ),
         }
     )
-    done = await _commit(resources, full, started, looked_up=True)
+    done = await _commit(resources, full, started, looked_up=True, also=outcome.store_writes)
     if done.duplicate:
         return _duplicate(done)
     return GenerateResult(

@@ -10,7 +10,7 @@ committed answers from its record without running the agent again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -19,7 +19,7 @@ from pydantic import Field
 from statecore.core._models import Message, SessionRef, StatecoreModel, TokenUsage
 from statecore.core._profile import SessionProfile
 from statecore.core._tokens import TokenCounter
-from statecore.store._base import StateStore
+from statecore.store._base import StateStore, StoreTransaction
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,12 @@ class AgentTurnOutcome(StatecoreModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     #: Tokens of the context the run started from, as statecore counts them.
     context_tokens: int = 0
+    #: What the framework's own store writes besides the log (a session header, state shared
+    #: beyond the session), run inside the turn's commit transaction after the turn record,
+    #: so it commits with the turn or not at all; never run for a turn that had committed.
+    store_writes: Callable[[StoreTransaction], Awaitable[None]] | None = Field(
+        default=None, exclude=True
+    )
 
 
 @runtime_checkable

@@ -34,6 +34,10 @@ def _runner(name: str, agent: Any) -> AgentTurnRunner:
         from statecore.integrations.openai_agents._turns import OpenAIAgentTurn
 
         return OpenAIAgentTurn(agent)
+    if any(c.__module__.startswith("google.adk.") for c in type(agent).__mro__):
+        from statecore.integrations.google_adk._turns import ADKAgentTurn
+
+        return ADKAgentTurn(agent)
     if type(agent).__module__.split(".")[0] == "langgraph":
         from statecore.integrations.langgraph._turns import LangGraphAgent
 
@@ -44,6 +48,6 @@ def _runner(name: str, agent: Any) -> AgentTurnRunner:
         return PydanticAIAgentTurn(agent, name=name)
     raise ValueError(
         f"agents[{name!r}] is a {type(agent).__name__}; pass an agents.Agent (OpenAI Agents "
-        "SDK), a LangGraph StateGraph or compiled graph, a pydantic_ai.Agent, or an object "
-        "with async run_turn(request) (statecore.operations._agent_turns)"
+        "SDK), a LangGraph StateGraph or compiled graph, a pydantic_ai.Agent, a google.adk "
+        "agent, or an object with async run_turn(request) (statecore.operations._agent_turns)"
     )
