@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "FlowCheckpoint": "statecore.core._models",
     "StateOperationResult": "statecore.core._models",
     "SessionProfile": "statecore.core._profile",
+    # A turn runner of your own for StatecorePlugin(agents=...) (docs/openai_agents.md).
+    "AgentTurnRunner": "statecore.operations._agent_turns",
+    "AgentTurnRequest": "statecore.operations._agent_turns",
+    "AgentTurnOutcome": "statecore.operations._agent_turns",
     # Tools a workflow binds to a model call (see docs/tool_agent.md).
     "ToolBinding": "statecore.contract._activities",
     "ToolCallInput": "statecore.contract._activities",
@@ -133,6 +137,9 @@ __all__ = [
     "AgentRunError",
     "AgentSession",
     "AgentSessionClient",
+    "AgentTurnOutcome",
+    "AgentTurnRequest",
+    "AgentTurnRunner",
     "AlreadyExistsError",
     "BundleError",
     "ChangeEvent",
@@ -315,6 +322,11 @@ if TYPE_CHECKING:
         ModelResponse,
         OfflineModel,
         OpenAICompatibleModel,
+    )
+    from statecore.operations._agent_turns import (
+        AgentTurnOutcome,
+        AgentTurnRequest,
+        AgentTurnRunner,
     )
     from statecore.store import StateStore, open_store, run_transaction
     from statecore.store._feed import follow_events, read_events

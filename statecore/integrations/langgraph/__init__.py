@@ -18,5 +18,12 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 from statecore.core._errors import CheckpointTooLargeError, CorruptCheckpointError
 from statecore.integrations.langgraph._saver import MAX_VALUE_BYTES, StatecoreSaver
+from statecore.integrations.langgraph._turns import LangGraphAgent
 
-__all__ = ["MAX_VALUE_BYTES", "CheckpointTooLargeError", "CorruptCheckpointError", "StatecoreSaver"]
+__all__ = [
+    "MAX_VALUE_BYTES",
+    "CheckpointTooLargeError",
+    "CorruptCheckpointError",
+    "LangGraphAgent",
+    "StatecoreSaver",
+]
