@@ -95,7 +95,7 @@ class ControlActivities:
     async def compact(self, input: ControlInput) -> ControlResult:
         raw = input.compact.model_dump(exclude_none=True) if input.compact else {}
         if raw.get("strategy") == "summarize" and "max_tokens" not in raw:
-            # Athyr: summarize once the window passes the profile's threshold.
+            # Summarize once the window passes the profile's threshold.
             raw["max_tokens"] = input.profile.summarization_threshold
         request = CompactionRequest.model_validate(raw)
         summarizer = ModelSummarizer(self._r.model(input.model))

@@ -91,7 +91,7 @@ class FlowOp(StatecoreModel):
 
 
 class StateOp(StatecoreModel):
-    """The turn's final scoped-state document (AutoGen: visible to the host at commit)."""
+    """The turn's final scoped-state document (visible outside the turn once it commits)."""
 
     state: dict[str, JsonValue]
     expected_version: int | None = None

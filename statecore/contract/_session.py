@@ -364,7 +364,7 @@ class TooManyInputs:
 
 
 class SessionReport(StateOperationResult):
-    """The describe report: Protolink's StateOperationResult plus the workflow checkpoint."""
+    """The describe report: a state-operation result plus the workflow checkpoint."""
 
     agent_id: str = ""
     checkpoint: TurnCheckpoint = Field(default_factory=TurnCheckpoint)

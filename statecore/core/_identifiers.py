@@ -92,7 +92,7 @@ def validate_identifier(value: Any, what: str = "identifier") -> str:
 
 
 def validate_key(value: Any) -> str:
-    """Validate a KV key: like an identifier, plus ':', '=' and '+' for Athyr-style keys."""
+    """Validate a KV key: like an identifier, plus ':', '=' and '+' for namespaced keys."""
     return KEY_RULE.check(value, "key")
 
 

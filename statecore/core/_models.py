@@ -40,10 +40,10 @@ from statecore.core._identifiers import validate_turn_id as validate_turn_id
 
 #: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
 MAX_MESSAGE_BYTES = 512 * 1024
-#: One scoped-state or flow document, serialised as JSON. Agentex allows 16 MB, but a turn
-#: reads the document back through one local-activity result, which Temporal caps at 2 MiB
-#: (and which history keeps: a 16 MB read would fill a third of a run's 50 MB history): the
-#: store accepts only what a turn can read back, with room for the codec and the envelope.
+#: One scoped-state or flow document, serialised as JSON. A turn reads the document back
+#: through one local-activity result, which Temporal caps at 2 MiB (and which history keeps:
+#: a 16 MB read would fill a third of a run's 50 MB history): the store accepts only what a
+#: turn can read back, with room for the codec and the envelope.
 MAX_STATE_BYTES = 1024 * 1024
 #: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
 MAX_KV_VALUE_BYTES = 1024 * 1024
@@ -316,7 +316,7 @@ class KeyPage(StatecoreModel):
     next_after: str | None = None
 
 
-# --- scoped state (Agentex) --------------------------------------------------------------------
+# --- scoped state -----------------------------------------------------------------------------
 
 
 class ScopedState(StatecoreModel):
@@ -344,7 +344,7 @@ class FlowCheckpoint(StatecoreModel):
     created_at: datetime
 
 
-# --- orchestration (AgentDock) -----------------------------------------------------------------
+# --- orchestration -----------------------------------------------------------------------------
 
 
 class TokenUsage(StatecoreModel):
@@ -385,7 +385,7 @@ class OrchestrationUpdate(StatecoreModel):
     ttl_seconds: int | None = Field(default=None, ge=1)
 
 
-# --- tools and task slots (Protolink) ----------------------------------------------------------
+# --- tools and task slots --------------------------------------------------------------------
 
 
 class TaskTransition(StatecoreModel):
@@ -402,7 +402,7 @@ class TaskRecord(StatecoreModel):
     state_history: list[TaskTransition] = Field(default_factory=list)
 
 
-# --- control plane (Protolink StateOperationResult) --------------------------------------------
+# --- control plane (a state-operation result) ------------------------------------------------
 
 
 class StateStoreReport(StatecoreModel):

@@ -32,7 +32,7 @@ def check_limit(value: Any, what: str, *, maximum: int = MAX_TOKEN_LIMIT, minimu
 
 
 class SessionProfile(StatecoreModel):
-    """Athyr's memory profile: how much context a session gets and when it is summarized."""
+    """A session's memory profile: how much context a session gets and when it is summarized."""
 
     type: Literal["rolling_window"] = "rolling_window"
     #: Tokens the assembled context may hold (reply priming included). None: the model's

@@ -78,7 +78,7 @@ class TurnRecordEntry(StatecoreModel):
 
 
 class SessionBundle(StatecoreModel):
-    """Everything one session owns, restorable verbatim (AutoGen ``save_state``)."""
+    """Everything one session owns, restorable verbatim."""
 
     format: Literal["statecore.session"] = SESSION_FORMAT
     schema_version: int = BUNDLE_SCHEMA_VERSION

@@ -1,4 +1,4 @@
-"""Portable export and import of sessions and namespaces (AutoGen's dump/load of state).
+"""Portable export and import of sessions and namespaces: their whole state, saved and loaded.
 
 ``export_session`` reads a consistent snapshot in one transaction; ``import_session`` writes
 it back verbatim (seqs, turn ids, token counts, KV revisions, flow history) in one

@@ -253,7 +253,7 @@ def plan_compaction(
 
 
 def should_auto_summarize(profile: SessionProfile, window_tokens: int) -> bool:
-    """Athyr's rule: summarize once the window holds more than the summarization threshold."""
+    """The rule: summarize once the window holds more than the summarization threshold."""
     if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < 0:
         raise InvalidInputError(f"window_tokens must be a whole number >= 0, not {window_tokens!r}")
     return window_tokens > profile.summarization_threshold

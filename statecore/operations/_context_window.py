@@ -1,6 +1,6 @@
 """Context assembly: what the model sees on a turn, within a token budget.
 
-The order is Athyr's: system prompt, summary, hints, the rolling window of recent messages
+The order: system prompt, summary, hints, the rolling window of recent messages
 that fit what is left of the budget (newest kept, oldest dropped first), then the new
 messages. ``build_context`` is pure; ``assemble_context`` loads the parts through the storage
 contract and calls it. Stored messages carry the token count taken when they were written,
@@ -217,7 +217,7 @@ def build_context(
     max_tokens: int,
     counter: TokenCounter,
 ) -> AssembledContext:
-    """Assemble the context in Athyr's order within ``max_tokens`` (pure; no I/O).
+    """Assemble the context in that order within ``max_tokens`` (pure; no I/O).
 
     ``window`` is the stored window, ascending by seq; its messages cost their stored
     ``tokens``. The newest whole exchanges that fit the budget left by the other parts are

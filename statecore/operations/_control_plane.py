@@ -1,4 +1,4 @@
-"""The control plane: describe, reset, compact and sweep, shaped like Protolink's
+"""The control plane: describe, reset, compact and sweep, shaped like a
 StateOperationResult so operators and programs read one report format.
 
 A reset runs in one store transaction: it clears exactly what was asked or nothing. Every

@@ -181,7 +181,7 @@ async def kv_reports(
 async def state_report(
     tx: StoreTransaction, ref: SessionRef, include_data: bool
 ) -> StateStoreReport:
-    """The Agentex document scoped to (task_id=session_id, agent_id)."""
+    """The scoped-state document of (task_id=session_id, agent_id)."""
     doc = await tx.state.get(ref.namespace, ref.session_id, ref.agent_id)
     report = StateStoreReport(name="state", exists=doc is not None, items=int(doc is not None))
     if doc is not None:

@@ -220,7 +220,7 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
 
 
 class KVStore(RecordsChanges, abc.ABC, changes=changes.KV):
-    """Athyr-style buckets of keys -> bytes or JSON, with a revision per write."""
+    """Buckets of keys -> bytes or JSON, with a revision per write."""
 
     @abc.abstractmethod
     async def put(
@@ -317,7 +317,7 @@ class TurnRecordStore(RecordsChanges, abc.ABC, changes=changes.TURNS):
 
 
 class ScopedStateStore(RecordsChanges, abc.ABC, changes=changes.STATE):
-    """Agentex state: one JSON document per (namespace, task_id, agent_id), at most
+    """Scoped state: one JSON document per (namespace, task_id, agent_id), at most
     MAX_STATE_BYTES (1 MiB)."""
 
     @abc.abstractmethod
@@ -388,7 +388,7 @@ class FlowStore(RecordsChanges, abc.ABC, changes=changes.FLOW):
 
 
 class OrchestrationStore(RecordsChanges, abc.ABC, changes=changes.ORCHESTRATION):
-    """AgentDock orchestration state of a session. ``last_accessed`` and ``ttl_seconds`` are
+    """A session's orchestration state. ``last_accessed`` and ``ttl_seconds`` are
     the session's own (one idle clock per session)."""
 
     @abc.abstractmethod

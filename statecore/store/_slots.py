@@ -1,4 +1,4 @@
-"""Protolink's ``tools`` and ``task`` module slots, kept in reserved KV buckets of a session.
+"""The ``tools`` and ``task`` slots of a session, kept in reserved KV buckets of a session.
 
 Both are thin facades over ``StoreTransaction.kv``: no backend code lives here, so every
 backend gets them for free. Tool data lives in buckets ``tool.<tool name>``, task records in
@@ -33,7 +33,7 @@ from statecore.store._kv_partition import (
 )
 
 TASK_BUCKET = TASK_BUCKET_PREFIX + "records"
-#: Where a new task starts (the A2A/Protolink initial task state).
+#: Where a new task starts (the A2A initial task state).
 INITIAL_TASK_STATE = "submitted"
 MAX_REASON_LENGTH = 2000
 
@@ -44,8 +44,8 @@ def tool_bucket(tool: str) -> str:
 
 
 class ToolSlots:
-    """Storage owned by tools of one session: per tool, keys -> JSON or bytes (Protolink
-    ``tools``). Valid inside the transaction it was created with."""
+    """Storage owned by tools of one session: per tool, keys -> JSON or bytes. Valid inside
+    the transaction it was created with."""
 
     def __init__(self, tx: StoreTransaction, ref: SessionRef) -> None:
         self._kv = tx.kv
@@ -94,7 +94,7 @@ class ToolSlots:
 
 
 class TaskSlots:
-    """Task metadata of one session with its lifecycle history (Protolink ``task``).
+    """Task metadata of one session with its lifecycle history.
 
     Each record is one KV entry; every write names the revision it read, so two concurrent
     transitions of the same task conflict (RevisionConflictError) instead of one silently

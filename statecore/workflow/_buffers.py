@@ -130,7 +130,7 @@ class TurnFlow:
 
 
 class TurnState(Generic[TState]):
-    """AutoGen's StateContext: ``get`` sees this turn's update, ``update`` buffers a new
+    """The turn's view of its state: ``get`` sees this turn's update, ``update`` buffers a new
     document, ``reset`` discards the buffered one. Committed with the turn."""
 
     def __init__(self, session: SessionReads) -> None:

@@ -12,7 +12,7 @@
         reply = await turn.respond()                # model call + commit of everything above
 
 Changes made during a turn are buffered in the workflow and committed by ONE activity, in one
-SQL transaction, when the turn ends (AutoGen's turn-level transaction): the code inside the
+SQL transaction, when the turn ends (a turn-level transaction): the code inside the
 turn sees its own updates; the host sees them only after commit; an exception inside the block
 discards them all. ``respond()`` fuses the final model call and the commit into one activity,
 which is why a chat turn costs one activity round trip. The transcript and the assembled

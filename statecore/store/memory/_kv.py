@@ -1,4 +1,4 @@
-"""Athyr-style KV buckets with revisions and per-key TTL, in memory."""
+"""KV buckets with revisions and per-key TTL, in memory."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""AgentDock orchestration state of a session, in memory.
+"""A session's orchestration state, in memory.
 
-Every change is a new immutable row (AgentDock's partial immutable updates) and restarts the
+Every change is a new immutable row (partial, immutable updates) and restarts the
 session's idle clock, because orchestration activity is session activity."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agentex scoped state: one versioned JSON document per (namespace, task_id, agent_id)."""
+"""Scoped state: one versioned JSON document per (namespace, task_id, agent_id)."""
 
 from __future__ import annotations
 

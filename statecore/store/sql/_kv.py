@@ -1,4 +1,4 @@
-"""Athyr-style KV buckets in SQL: a revision per write, compare-and-set, per-key TTL.
+"""KV buckets in SQL: a revision per write, compare-and-set, per-key TTL.
 
 An expired row stays until ``sweep_expired`` deletes it, but every read filters it out and
 every write treats it as absent, so expiry is exact without a sweeper running.

@@ -1,4 +1,4 @@
-"""AgentDock orchestration state of a session in SQL.
+"""A session's orchestration state in SQL.
 
 Writes lock the session row first, so read-modify-write changes (advance the sequence, add
 token usage) never lose an update, and each one restarts the session's idle clock:

@@ -212,7 +212,7 @@ class FlowCheckpointRow(Base):
 
 
 class OrchestrationRow(Base):
-    """AgentDock orchestration state; last access and TTL live on the session row."""
+    """A session's orchestration state; last access and TTL live on the session row."""
 
     __tablename__ = TABLE_PREFIX + "orchestration_states"
     __table_args__ = (_MYSQL_TABLE,)
