@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.chaos import AGENT, SESSION_OPTIONS, TASK_QUEUE, Chaos, Figures, Plan
+from bench.chaos_classic import AGENT, SESSION_OPTIONS, TASK_QUEUE, Chaos, Figures, Plan
 from bench.chaos_processes import WorkerProcess
 from statecore.core._errors import StatecoreError
 from statecore.temporal._client import AgentSessionClient
