@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from statecore.contract._session import MigrateInput, SendMessageInput, SessionInput
 from statecore.core._errors import InvalidIdentifierError
-from statecore.core._identifiers import IDENTIFIER_KINDS, MAX_ID_LENGTH, check_identifier
+from statecore.core._identifiers import IDENTIFIER_KINDS, check_identifier
+from statecore.core._limits import MAX_ID_LENGTH
 from statecore.core._models import Message, SessionRef
 from statecore.store._inputs import checked_append
 

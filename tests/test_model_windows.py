@@ -6,12 +6,8 @@ from __future__ import annotations
 import pytest
 
 from statecore.core._errors import InvalidLimitError
-from statecore.core._model_windows import (
-    DEFAULT_CONTEXT_BUDGET,
-    MAX_REPLY_RESERVE,
-    context_budget,
-    context_window_for,
-)
+from statecore.core._limits import DEFAULT_CONTEXT_BUDGET, MAX_REPLY_RESERVE
+from statecore.core._model_windows import context_budget, context_window_for
 from statecore.llm._offline import OfflineModel
 from statecore.llm._openai_compat import OpenAICompatibleModel
 

@@ -16,8 +16,8 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 from statecore.contract._session import CompactInput, LogCounters, TurnBudget
 from statecore.contract._shares import ShareChanges
 from statecore.core._errors import InvalidInputError
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._models import (
-    DEFAULT_SESSION_TTL_SECONDS,
     Message,
     SessionRef,
     StatecoreModel,

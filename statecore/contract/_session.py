@@ -21,11 +21,15 @@ from statecore.core._errors import (
     UnknownStoreError,
     validation_message,
 )
+from statecore.core._limits import (
+    DEFAULT_MAX_TURNS_PER_RUN,
+    DEFAULT_SESSION_TTL_SECONDS,
+    MAX_TURN_REQUEST_BYTES,
+    MAX_TURNS_PER_RUN,
+)
 from statecore.core._models import (
     ALL_STORES,
     DEFAULT_NAMESPACE,
-    DEFAULT_SESSION_TTL_SECONDS,
-    MAX_MESSAGE_BYTES,
     Message,
     Role,
     SessionRef,
@@ -42,18 +46,11 @@ from statecore.core._profile import SessionProfile
 
 WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
-#: Continue-as-new well before the server's 2,000-updates-per-run ceiling.
-DEFAULT_MAX_TURNS_PER_RUN = 1000
 #: Bounded memory of committed turn ids carried across continue-as-new for cheap dedup;
 #: SQL keeps every turn record, so older ids still deduplicate through an activity.
 RECENT_TURN_IDS = 64
 #: Rejections remembered for the describe report.
 RECENT_REJECTIONS = 20
-#: A whole ``send_message`` request as JSON (content, name and metadata, escapes included).
-#: The message travels twice in the model activity's input (the context's pending message
-#: and the commit), and Temporal fails a workflow task whose command carries over 2 MiB:
-#: the client and the validator both refuse larger requests.
-MAX_TURN_REQUEST_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
 
 # Search attributes (the operator contract, docs/operators.md).
 SA_SESSION_ID = "StatecoreSessionId"
@@ -167,7 +164,7 @@ class SessionInput(OperatorInput):
     #: A model call's worker must report liveness this often; a dead worker's turn is retried
     #: on another worker after this long.
     model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
-    max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=1900)
+    max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=MAX_TURNS_PER_RUN)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None
     #: The previous run's recent rejections, carried by continue-as-new so describe keeps

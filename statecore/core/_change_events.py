@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import Field, JsonValue
 
+from statecore.core._limits import MAX_DETAIL_BYTES
 from statecore.core._models import SessionRef, StatecoreModel
 
 EventKind = Literal[
@@ -35,8 +36,6 @@ EventKind = Literal[
     "expired",
     "hint",
 ]
-#: Longest detail an event stores, as JSON (ids and sizes only; anything longer is a bug).
-MAX_DETAIL_BYTES = 4096
 
 
 class NewEvent(StatecoreModel):

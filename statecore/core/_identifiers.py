@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from statecore.core._errors import InvalidIdentifierError
-
-MAX_ID_LENGTH = 128
-MAX_KEY_LENGTH = 512
+from statecore.core._limits import MAX_ID_LENGTH, MAX_KEY_LENGTH
 
 
 @dataclass(frozen=True)

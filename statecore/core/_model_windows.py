@@ -8,6 +8,8 @@ does not know gets ``DEFAULT_CONTEXT_BUDGET``: small, but it fits every chat mod
 
 from __future__ import annotations
 
+from statecore.core._limits import DEFAULT_CONTEXT_BUDGET, MAX_REPLY_RESERVE
+
 #: Tokens of a model's window, by model name prefix (the longest matching prefix wins, so
 #: ``gpt-4o-mini`` is not read as ``gpt-4``). Figures are the vendors' published windows.
 MODEL_CONTEXT_WINDOWS: dict[str, int] = {
@@ -37,10 +39,6 @@ MODEL_CONTEXT_WINDOWS: dict[str, int] = {
     "qwen2.5": 32_768,
 }
 
-#: The budget of a session whose model's window is unknown.
-DEFAULT_CONTEXT_BUDGET = 4096
-#: Room left for the reply: a quarter of the window, at most this many tokens.
-MAX_REPLY_RESERVE = 4096
 
 
 def context_window_for(model_name: str) -> int | None:

@@ -28,27 +28,17 @@ from statecore.core._errors import (
     InvalidInputError,
     StatecoreError,
 )
-
-# Re-exported: the identifier rules live in statecore.core._identifiers, one per kind.
-from statecore.core._identifiers import MAX_ID_LENGTH as MAX_ID_LENGTH
-from statecore.core._identifiers import MAX_KEY_LENGTH as MAX_KEY_LENGTH
 from statecore.core._identifiers import validate_identifier as validate_identifier
 from statecore.core._identifiers import validate_key as validate_key
 from statecore.core._identifiers import validate_turn_id as validate_turn_id
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS, MAX_MESSAGE_BYTES
+
+# Re-exported: the identifier rules live in statecore.core._identifiers, one per kind.
+from statecore.core._limits import MAX_ID_LENGTH as MAX_ID_LENGTH
+from statecore.core._limits import MAX_KEY_LENGTH as MAX_KEY_LENGTH
 
 # --- limits ------------------------------------------------------------------------------------
 
-#: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
-MAX_MESSAGE_BYTES = 512 * 1024
-#: One scoped-state or flow document, serialised as JSON. A turn reads the document back
-#: through one local-activity result, which Temporal caps at 2 MiB (and which history keeps:
-#: a 16 MB read would fill a third of a run's 50 MB history): the store accepts only what a
-#: turn can read back, with room for the codec and the envelope.
-MAX_STATE_BYTES = 1024 * 1024
-#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
-MAX_KV_VALUE_BYTES = 1024 * 1024
-MAX_PAGE_SIZE = 1000
-DEFAULT_SESSION_TTL_SECONDS = 24 * 3600
 DEFAULT_NAMESPACE = "default"
 
 
@@ -362,8 +352,6 @@ class TokenUsage(StatecoreModel):
         )
 
 
-#: How many distinct tools ``recently_used_tools`` remembers (most recent last).
-MAX_RECENT_TOOLS = 20
 
 
 class OrchestrationState(StatecoreModel):

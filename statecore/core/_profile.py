@@ -11,10 +11,9 @@ from typing import Any, Literal
 from pydantic import field_validator, model_validator
 
 from statecore.core._errors import InvalidLimitError, UnknownStrategyError
+from statecore.core._limits import MAX_TOKEN_LIMIT
 from statecore.core._models import StatecoreModel
 
-#: No model's window comes near this; a larger limit is a typo, not a configuration.
-MAX_TOKEN_LIMIT = 10_000_000
 
 def check_limit(value: Any, what: str, *, maximum: int = MAX_TOKEN_LIMIT, minimum: int = 1) -> int:
     """Return ``value`` if it is an int in ``minimum..maximum``, else raise InvalidLimitError."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from statecore.core._errors import ModelError
-from statecore.core._models import MAX_MESSAGE_BYTES, Message, StoredMessage
+from statecore.core._limits import MAX_MESSAGE_BYTES
+from statecore.core._models import Message, StoredMessage
 from statecore.llm._base import CONTEXT_PART, ChatModel, ModelRequest
 
 SUMMARY_INSTRUCTIONS = (

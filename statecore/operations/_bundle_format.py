@@ -21,8 +21,8 @@ from typing import Any, Final, Literal
 from pydantic import Field, JsonValue, ValidationError
 
 from statecore.core._errors import BundleError, InvalidInputError, validation_message
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._models import (
-    DEFAULT_SESSION_TTL_SECONDS,
     FlowCheckpoint,
     KVEntry,
     ScopedState,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from statecore.contract._shares import ShareGrant, ShareKind, ShareRedemption
-from statecore.core._models import MAX_PAGE_SIZE, SessionRef
+from statecore.core._limits import MAX_PAGE_SIZE
+from statecore.core._models import SessionRef
 from statecore.operations._shares import (
     GRANT_BUCKET,
     OWNER_BUCKET,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from statecore.core._errors import DatabaseUnavailableError, InvalidInputError
-from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.store._base import Clock, StateStore, StoreTransaction
 from statecore.store._retry import run_transaction
 from statecore.store.memory import MemoryStateStore

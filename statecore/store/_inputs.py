@@ -27,11 +27,18 @@ from statecore.core._errors import (
     VersionConflictError,
     validation_message,
 )
-from statecore.core._models import (
+from statecore.core._limits import (
+    MAX_COUNTER,
     MAX_KV_VALUE_BYTES,
     MAX_PAGE_SIZE,
     MAX_RECENT_TOOLS,
     MAX_STATE_BYTES,
+    MAX_TOKEN_BUDGET,
+    MAX_TOKENS_PER_CALL,
+    MAX_TTL_SECONDS,
+    MAX_TURN_MESSAGES,
+)
+from statecore.core._models import (
     Hint,
     KVScope,
     Message,
@@ -46,17 +53,6 @@ from statecore.core._models import (
     validate_text,
     validate_turn_id,
 )
-
-#: No model has a context window anywhere near this; a bigger budget is a bug in the caller.
-MAX_TOKEN_BUDGET = 100_000_000
-#: About 68 years; fits a signed 32-bit column in every dialect.
-MAX_TTL_SECONDS = 2**31 - 1
-#: Messages one turn may carry (indexes 0..MAX_TURN_MESSAGES-1).
-MAX_TURN_MESSAGES = 10_000
-#: Upper bound for counters supplied by callers (token usage, sequence indexes, seqs).
-MAX_COUNTER = 2**53
-#: Largest token count one add_token_usage call may report.
-MAX_TOKENS_PER_CALL = 10**12
 
 _M = TypeVar("_M", bound=BaseModel)
 

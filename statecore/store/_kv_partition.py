@@ -19,7 +19,8 @@ key-by-key work instead of letting a prefix reach into a neighbour.
 from __future__ import annotations
 
 from statecore.core._errors import InvalidIdentifierError
-from statecore.core._models import MAX_PAGE_SIZE, KVScope, validate_identifier
+from statecore.core._limits import MAX_PAGE_SIZE
+from statecore.core._models import KVScope, validate_identifier
 from statecore.store._base import KVStore
 
 TOOL_BUCKET_PREFIX = "tool."

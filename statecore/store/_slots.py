@@ -13,8 +13,8 @@ import builtins
 from typing import Any
 
 from statecore.core._errors import InvalidInputError, NotFoundError
+from statecore.core._limits import MAX_PAGE_SIZE
 from statecore.core._models import (
-    MAX_PAGE_SIZE,
     KeyPage,
     KVEntry,
     SessionRef,

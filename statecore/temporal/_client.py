@@ -33,7 +33,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from statecore.contract._session import (
     DEFAULT_TASK_QUEUE,
-    MAX_TURN_REQUEST_BYTES,
     WORKFLOW_TYPE,
     AddHintInput,
     CloseInput,
@@ -60,6 +59,12 @@ from statecore.core._errors import (
     first_problem,
     validation_message,
 )
+from statecore.core._limits import (
+    DEFAULT_PAYLOAD_LIMIT_BYTES,
+    GRPC_MESSAGE_LIMIT_BYTES,
+    MAX_TURN_REQUEST_BYTES,
+    MIN_PAYLOAD_LIMIT_BYTES,
+)
 from statecore.core._model_windows import context_budget
 from statecore.core._models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core._profile import SessionProfile, check_limit
@@ -68,14 +73,6 @@ from statecore.errors import from_failure
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
 MAX_UPDATE_BYTES = MAX_TURN_REQUEST_BYTES
-#: Temporal's default payload size limit (the server's ``limit.blobSize.error``). A server
-#: configured lower needs ``AgentSessionClient(payload_limit_bytes=...)`` to match.
-DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
-#: gRPC's default message limit: one request (update-with-start carries the session's input
-#: and the turn) must fit in it as a whole.
-GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
-#: Below this no session input fits; a smaller setting is a mistake, not a configuration.
-MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
 #: How to send what is too large, in every refusal.
 LARGE_DATA_ADVICE = (
     "send large data by reference: write it to KV or scoped state (or another store, as a "

@@ -34,7 +34,7 @@ from statecore.activities._shares import ShareActivities
 from statecore.activities._turns import TurnActivities
 from statecore.agent_session import WORKFLOWS
 from statecore.agent_session._single_input import SingleInputInterceptor
-from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.store import check_database_url, open_store

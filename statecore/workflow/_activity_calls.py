@@ -50,9 +50,6 @@ MODEL_RETRY = RetryPolicy(
 )
 
 
-#: Temporal fails a workflow task (again on every retry) whose command carries payloads over
-#: 2 MiB; the model activity's input is refused before that with ContentTooLarge.
-MAX_ACTIVITY_INPUT_BYTES = 2 * 1024 * 1024 - 64 * 1024
 
 T = TypeVar("T")
 

@@ -48,6 +48,7 @@ from statecore.contract._activities import (
     OrchestrationOp,
 )
 from statecore.contract._session import CompactInput, ResetInput
+from statecore.core._limits import MAX_ACTIVITY_INPUT_BYTES
 from statecore.core._models import (
     Message,
     SessionRef,
@@ -58,7 +59,6 @@ from statecore.core._models import (
 from statecore.core._profile import SessionProfile
 from statecore.workflow import _control as control
 from statecore.workflow._activity_calls import (
-    MAX_ACTIVITY_INPUT_BYTES,
     MODEL_RETRY,
     SQL_RETRY,
     checked,

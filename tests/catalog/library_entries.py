@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statecore.core._models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES
+from statecore.core._limits import MAX_MESSAGE_BYTES, MAX_STATE_BYTES
 from tests.catalog.kinds import MIB, BundleImport, ClientCall, Entry, TurnApi
 
 TURN_API = "turn API in a user workflow"

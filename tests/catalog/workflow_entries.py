@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statecore.core._models import MAX_MESSAGE_BYTES
+from statecore.core._limits import MAX_MESSAGE_BYTES
 from tests.catalog.kinds import MIB, Entry, Query, Signal, Update, as_json, nested
 
 WORKFLOW_ENTRIES: list[Entry] = []

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from statecore.core._errors import InvalidIdentifierError, InvalidLimitError, StatecoreError
-from statecore.core._models import MAX_ID_LENGTH, MAX_KEY_LENGTH, MAX_PAGE_SIZE
+from statecore.core._limits import MAX_PAGE_SIZE
+from statecore.core._models import MAX_ID_LENGTH, MAX_KEY_LENGTH
 from statecore.store import StateStore
 from tests.store.bad_input import Call, Cases, Env, assert_rejected_without_change, ref_with
 from tests.store.helpers import user

@@ -22,13 +22,8 @@ from statecore.core._errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.core._models import (
-    MAX_MESSAGE_BYTES,
-    MAX_STATE_BYTES,
-    Message,
-    OrchestrationUpdate,
-    ToolCall,
-)
+from statecore.core._limits import MAX_MESSAGE_BYTES, MAX_STATE_BYTES
+from statecore.core._models import Message, OrchestrationUpdate, ToolCall
 from statecore.store import StateStore
 from tests.store.bad_input import (
     Call,

@@ -11,7 +11,8 @@ from statecore.core._errors import (
     SessionNotFoundError,
     StateTooLargeError,
 )
-from statecore.core._models import MAX_STATE_BYTES, SessionRef
+from statecore.core._limits import MAX_STATE_BYTES
+from statecore.core._models import SessionRef
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure, user

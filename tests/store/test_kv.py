@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from statecore.core._errors import ContentTooLargeError, RevisionConflictError
-from statecore.core._models import MAX_KV_VALUE_BYTES, KVScope, SessionRef
+from statecore.core._limits import MAX_KV_VALUE_BYTES
+from statecore.core._models import KVScope, SessionRef
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure

@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 
 from statecore.core._errors import SessionNotFoundError
-from statecore.core._models import (
-    MAX_RECENT_TOOLS,
-    OrchestrationUpdate,
-    SessionRef,
-    TokenUsage,
-)
+from statecore.core._limits import MAX_RECENT_TOOLS
+from statecore.core._models import OrchestrationUpdate, SessionRef, TokenUsage
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 from tests.store.helpers import ensure

@@ -10,7 +10,7 @@ from statecore.core._errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.core._models import MAX_STATE_BYTES
+from statecore.core._limits import MAX_STATE_BYTES
 from statecore.store import StateStore
 from tests.store.conftest import FakeClock
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from statecore.core._errors import InvalidInputError, SessionNotFoundError
-from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS, KVScope, Message, SessionRef
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._models import KVScope, Message, SessionRef
 from statecore.store import StateStore
 from statecore.store._base import iter_sessions
 from tests.store.conftest import FakeClock

@@ -29,9 +29,9 @@ from statecore.core._errors import (
     StatecoreError,
     StateTooLargeError,
 )
-from statecore.core._identifiers import MAX_ID_LENGTH
+from statecore.core._limits import MAX_ID_LENGTH, MAX_MESSAGE_BYTES, MAX_STATE_BYTES
 from statecore.core._model_windows import context_budget
-from statecore.core._models import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, Message, SessionRef
+from statecore.core._models import Message, SessionRef
 from statecore.core._tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 from statecore.llm import OfflineModel
 from statecore.store import open_store

@@ -26,7 +26,8 @@ from statecore.core._errors import (
     SessionPausedError,
     UnknownAgentError,
 )
-from statecore.core._models import MAX_MESSAGE_BYTES, Message, SessionRef, StoredMessage
+from statecore.core._limits import MAX_MESSAGE_BYTES
+from statecore.core._models import Message, SessionRef, StoredMessage
 from statecore.integrations.pydantic_ai import PydanticAIAgentTurn
 from statecore.integrations.pydantic_ai._codec import ENTRY_KEY, to_model_messages
 from statecore.store import open_store

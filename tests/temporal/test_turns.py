@@ -15,7 +15,8 @@ from statecore.core._errors import (
     InvalidIdentifierError,
     StatecoreError,
 )
-from statecore.core._models import MAX_MESSAGE_BYTES, SessionRef
+from statecore.core._limits import MAX_MESSAGE_BYTES
+from statecore.core._models import SessionRef
 from statecore.store import open_store
 from tests.temporal.conftest import Env
 

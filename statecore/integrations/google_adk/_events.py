@@ -19,7 +19,8 @@ from google.genai import types
 from pydantic import JsonValue
 
 from statecore.core._errors import ContentTooLargeError, CorruptCheckpointError
-from statecore.core._models import MAX_MESSAGE_BYTES, Message, StoredMessage
+from statecore.core._limits import MAX_MESSAGE_BYTES
+from statecore.core._models import Message, StoredMessage
 
 #: The metadata key holding the ADK event a message stands for.
 EVENT_KEY = "adk_event"

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from agents.memory.session import _CompactionSnapshot
 
 from statecore.core._errors import ConflictError
-from statecore.core._models import MAX_PAGE_SIZE, SessionRef, StoredMessage
+from statecore.core._limits import MAX_PAGE_SIZE
+from statecore.core._models import SessionRef, StoredMessage
 from statecore.integrations.openai_agents._items import items_to_messages, messages_to_items
 from statecore.store import StateStore, StoreTransaction, run_transaction
 

@@ -19,13 +19,9 @@ from typing import Any
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
 
 from statecore.core._errors import InvalidInputError
+from statecore.core._limits import MAX_PAGE_SIZE
 from statecore.core._model_windows import context_budget
-from statecore.core._models import (
-    DEFAULT_NAMESPACE,
-    MAX_PAGE_SIZE,
-    Message,
-    SessionRef,
-)
+from statecore.core._models import DEFAULT_NAMESPACE, Message, SessionRef
 from statecore.core._profile import SessionProfile
 from statecore.core._tokens import TokenCounter
 from statecore.integrations.openai_agents import _compaction as compaction

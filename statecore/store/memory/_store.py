@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 
 from statecore.core._errors import StatecoreError
-from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import Clock, StateStore, StoreTransaction
 from statecore.store._inputs import check_aware, check_flag, check_ttl_seconds

@@ -26,7 +26,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from statecore.core._errors import SessionNotFoundError, StatecoreError, StateTooLargeError
-from statecore.core._models import MAX_STATE_BYTES, SessionInfo, SessionRef
+from statecore.core._limits import MAX_STATE_BYTES
+from statecore.core._models import SessionInfo, SessionRef
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import RestartTransaction
 from statecore.store.sql import _direct as direct

@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from statecore.core._change_events import NewEvent
 from statecore.core._errors import ConflictError, StatecoreError
 from statecore.core._identifiers import validate_turn_id
-from statecore.core._models import DEFAULT_SESSION_TTL_SECONDS, SessionInfo, SessionRef, TokenUsage
+from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._models import SessionInfo, SessionRef, TokenUsage
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import Clock, EventSignal, StateStore, StoreTransaction
 from statecore.store._inputs import (

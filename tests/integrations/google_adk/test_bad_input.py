@@ -16,7 +16,7 @@ from statecore.core._errors import (
     InvalidIdentifierError,
     InvalidInputError,
 )
-from statecore.core._models import MAX_MESSAGE_BYTES
+from statecore.core._limits import MAX_MESSAGE_BYTES
 from statecore.integrations.google_adk import StatecoreSessionService
 from tests.integrations.google_adk.contract_cases import event
 from tests.store_backends import open_backend

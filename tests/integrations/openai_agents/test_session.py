@@ -15,7 +15,7 @@ from statecore.core._errors import (
     InvalidIdentifierError,
     InvalidInputError,
 )
-from statecore.core._models import MAX_MESSAGE_BYTES
+from statecore.core._limits import MAX_MESSAGE_BYTES
 from statecore.core._profile import SessionProfile
 from statecore.integrations.openai_agents import StatecoreSession
 from statecore.integrations.openai_agents._items import ITEM_KEY

@@ -16,7 +16,7 @@ from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import ConversationConflict, ConversationStore
 
 from statecore.core._errors import ContentTooLargeError, InvalidIdentifierError, InvalidInputError
-from statecore.core._models import MAX_MESSAGE_BYTES
+from statecore.core._limits import MAX_MESSAGE_BYTES
 from statecore.integrations.pydantic_ai import StatecoreConversationStore
 from statecore.integrations.pydantic_ai._codec import parse_messages
 from statecore.operations._context_window import group_exchanges

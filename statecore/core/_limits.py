@@ -1,0 +1,94 @@
+"""Every limit statecore enforces, in one place.
+
+docs/limits.md's table is built from these (``python -m tests.limits_table``); each limit
+says why it is what it is. A limit is checked where data enters and where it is stored, by
+the modules that import it from here.
+"""
+
+from __future__ import annotations
+
+# --- identifiers ---------------------------------------------------------------------------------
+
+#: An id is part of a workflow id, a search attribute and an indexed column: short enough
+#: for all three.
+MAX_ID_LENGTH = 128
+#: KV keys carry the caller's own structure (``user:42:profile``), so they get more room.
+MAX_KEY_LENGTH = 512
+
+# --- stored data ---------------------------------------------------------------------------------
+
+#: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
+MAX_MESSAGE_BYTES = 512 * 1024
+#: One scoped-state or flow document, serialised as JSON. A turn reads the document back
+#: through one local-activity result, which Temporal caps at 2 MiB (and which history keeps:
+#: a 16 MB read would fill a third of a run's 50 MB history): the store accepts only what a
+#: turn can read back, with room for the codec and the envelope.
+MAX_STATE_BYTES = 1024 * 1024
+#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
+MAX_KV_VALUE_BYTES = 1024 * 1024
+#: Rows one read returns at most (list calls page past it).
+MAX_PAGE_SIZE = 1000
+#: A session idle this long closes; its state is kept or deleted by policy.
+DEFAULT_SESSION_TTL_SECONDS = 24 * 3600
+#: How many distinct tools ``recently_used_tools`` remembers (most recent last).
+MAX_RECENT_TOOLS = 20
+
+# --- memory profiles -----------------------------------------------------------------------------
+
+#: No model's window comes near this; a larger limit is a typo, not a configuration.
+MAX_TOKEN_LIMIT = 10_000_000
+
+# --- context budgets -----------------------------------------------------------------------------
+
+#: The budget of a session whose model's window is unknown.
+DEFAULT_CONTEXT_BUDGET = 4096
+#: Room left for the reply: a quarter of the window, at most this many tokens.
+MAX_REPLY_RESERVE = 4096
+
+# --- the change feed -----------------------------------------------------------------------------
+
+#: Longest detail an event stores, as JSON (ids and sizes only; anything longer is a bug).
+MAX_DETAIL_BYTES = 4096
+
+# --- sessions and turns --------------------------------------------------------------------------
+
+#: Continue-as-new well before the server's 2,000-updates-per-run ceiling.
+DEFAULT_MAX_TURNS_PER_RUN = 1000
+#: The most a session may ask for: each turn is one update, and the server refuses more than
+#: 2,000 updates in one run.
+MAX_TURNS_PER_RUN = 1900
+#: A whole ``send_message`` request as JSON (content, name and metadata, escapes included).
+#: The message travels twice in the model activity's input (the context's pending message
+#: and the commit), and Temporal fails a workflow task whose command carries over 2 MiB:
+#: the client and the validator both refuse larger requests.
+MAX_TURN_REQUEST_BYTES = MAX_MESSAGE_BYTES + 64 * 1024
+
+# --- numbers callers pass to the store -----------------------------------------------------------
+
+#: No model has a context window anywhere near this; a bigger budget is a bug in the caller.
+MAX_TOKEN_BUDGET = 100_000_000
+#: About 68 years; fits a signed 32-bit column in every dialect.
+MAX_TTL_SECONDS = 2**31 - 1
+#: Messages one turn may carry (indexes 0..MAX_TURN_MESSAGES-1).
+MAX_TURN_MESSAGES = 10_000
+#: Upper bound for counters supplied by callers (token usage, sequence indexes, seqs).
+MAX_COUNTER = 2**53
+#: Largest token count one add_token_usage call may report.
+MAX_TOKENS_PER_CALL = 10**12
+
+# --- activity inputs -----------------------------------------------------------------------------
+
+#: Temporal fails a workflow task (again on every retry) whose command carries payloads over
+#: 2 MiB; the model activity's input is refused before that with ContentTooLarge.
+MAX_ACTIVITY_INPUT_BYTES = 2 * 1024 * 1024 - 64 * 1024
+
+# --- requests to Temporal ------------------------------------------------------------------------
+
+#: Temporal's default payload size limit (the server's ``limit.blobSize.error``). A server
+#: configured lower needs ``AgentSessionClient(payload_limit_bytes=...)`` to match.
+DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
+#: gRPC's default message limit: one request (update-with-start carries the session's input
+#: and the turn) must fit in it as a whole.
+GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
+#: Below this no session input fits; a smaller setting is a mistake, not a configuration.
+MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
