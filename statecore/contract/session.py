@@ -44,6 +44,10 @@ WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
 #: Continue-as-new well before the server's 2,000-updates-per-run ceiling.
 DEFAULT_MAX_TURNS_PER_RUN = 1000
+#: A session that has taken turns and then hears nothing for this long continues as new, so
+#: its next turn, on a worker that no longer caches it, replays an almost empty run instead of
+#: everything since the run began (docs/operators.md, "Idle sessions start a new run").
+DEFAULT_IDLE_CONTINUE_SECONDS = 60
 #: Bounded memory of committed turn ids carried across continue-as-new for cheap dedup;
 #: SQL keeps every turn record, so older ids still deduplicate through an activity.
 RECENT_TURN_IDS = 64
@@ -168,6 +172,14 @@ class SessionInput(OperatorInput):
     #: on another worker after this long.
     model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=1900)
+    #: Continue as new after this many seconds without a turn or an operation, once per idle
+    #: period (only a run that has taken turns or operations moves on); 0 never does.
+    idle_continue_seconds: int = Field(
+        default=DEFAULT_IDLE_CONTINUE_SECONDS, ge=0, le=10 * 365 * 86400
+    )
+    #: Filled in by an idle continue-as-new: how long the session had been idle then, so the
+    #: TTL still counts from its last activity, not from the new run's start.
+    idle_carried_seconds: float = Field(default=0.0, ge=0)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None
     #: The previous run's recent rejections, carried by continue-as-new so describe keeps
