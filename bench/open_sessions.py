@@ -39,6 +39,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 from temporalio.client import Client
 
 from bench.environment import machine_info, server_facts
@@ -250,6 +253,40 @@ async def measure(
     }
 
 
+async def database_size(url: str, tmp: str) -> dict[str, Any]:
+    """What statecore's database holds after the run: its size on disk, per table (PostgreSQL)
+    or the SQLite file, and the sessions and messages in it."""
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            sessions = (
+                await conn.execute(text("SELECT count(*) FROM statecore_sessions"))
+            ).scalar()
+            messages = (
+                await conn.execute(text("SELECT count(*) FROM statecore_messages"))
+            ).scalar()
+            out: dict[str, Any] = {"sessions": sessions, "messages": messages}
+            if url.startswith("postgresql"):
+                rows = await conn.execute(
+                    text(
+                        "SELECT relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "WHERE relkind = 'r' AND n.nspname = 'public' "
+                        "AND relname LIKE 'statecore_%'"
+                    )
+                )
+                tables = {name: int(size) for name, size in rows}
+                out["tables_bytes"] = tables
+                out["bytes"] = sum(tables.values())
+            else:
+                out["bytes"] = sum(f.stat().st_size for f in Path(tmp).glob("statecore.db*"))
+    finally:
+        await engine.dispose()
+    out["bytes_per_session"] = round(out["bytes"] / max(out["sessions"] or 1, 1))
+    out["bytes_per_message"] = round(out["bytes"] / max(out["messages"] or 1, 1))
+    return out
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     overrides = {"limit.historyCount.suggestContinueAsNew": "40000"}
     with tempfile.TemporaryDirectory(prefix="statecore-open-") as tmp:
@@ -282,6 +319,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 report = await measure(
                     args, server.address, (worker.pid, server.process.pid), port, db
                 )
+                report["database"] = await database_size(url, tmp)
         finally:
             server.stop()
             if args.db == "postgresql":
