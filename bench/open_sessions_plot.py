@@ -41,14 +41,15 @@ def plot_open_sessions(results: list[dict[str, Any]], path: Path) -> None:
         p90 = [phases[name][key].get("p90_ms", 0) for name, key, _ in kinds]
         lat.bar(xs, p90, width, color=f"C{i}", alpha=0.35)
         lat.bar(xs, p50, width, color=f"C{i}", label=label(result))
-        rows = result["probes"]
-        lengths = sorted({r["turns_built"] for r in rows})
-        means = [
-            sum(r["latency_ms"] for r in rows if r["turns_built"] == n)
-            / len([r for r in rows if r["turns_built"] == n])
-            for n in lengths
-        ]
-        probe.plot(lengths, means, "o-", color=f"C{i}", label=label(result))
+        for after, style, what in (("sweep", "o-", "uncached"), ("skewed", "s--", "cached")):
+            rows = [r for r in result["probes"] if r["after"] == after]
+            probe.plot(
+                [r["turns_built"] for r in rows],
+                [r["latency_ms"] for r in rows],
+                style,
+                color=f"C{i}",
+                label=f"{label(result)}: {what} (after the {after} phase)",
+            )
         timeline = result["memory_timeline"]["rows"]
         mem.plot(
             [r[1] for r in timeline],
@@ -64,7 +65,8 @@ def plot_open_sessions(results: list[dict[str, Any]], path: Path) -> None:
     lat.legend(fontsize=8)
     probe.set_xscale("log")
     probe.set_xlabel("turns in the session's run when it went idle")
-    probe.set_ylabel("latency of its next (uncached) turn, ms (mean)")
+    probe.set_ylabel("latency of its next turn, ms")
+    probe.set_yscale("log")
     probe.legend(fontsize=8)
     mem.set_xlabel("sessions opened so far")
     mem.set_ylabel("worker RSS, MiB")
