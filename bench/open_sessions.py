@@ -83,6 +83,8 @@ class Bench:
         self.counter = 0
         self.opened: set[str] = set()
         self.options: dict[str, Any] = {"idle_continue_seconds": args.idle_continue}
+        if args.idle_min_events is not None:
+            self.options["idle_continue_min_events"] = args.idle_min_events
 
     def predicted_cached(self, session: str) -> bool:
         """Whether ``session`` is among the last CACHE distinct sessions touched (the SDK's
@@ -342,6 +344,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     p.add_argument("--sessions", type=int, default=1200)
     p.add_argument("--idle-continue", type=int, default=DEFAULT_IDLE_CONTINUE_SECONDS)
+    p.add_argument(
+        "--idle-min-events",
+        type=int,
+        help="idle_continue_min_events of every session (default: the session default, 200)",
+    )
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--random-turns", type=int, default=600)
     p.add_argument("--hot-turns", type=int, default=200)
@@ -354,6 +361,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         a.sessions, a.random_turns, a.hot_turns, a.probe_turns = 30, 30, 20, [3, 10]
     results = ROOT / "bench" / "results"
     stem = "open_sessions-quick" if a.quick else f"open_sessions_{a.db}_idle{a.idle_continue}"
+    if a.idle_min_events is not None and not a.quick:
+        stem += f"_min{a.idle_min_events}"
     a.out = a.out or results / f"{stem}.json"
     if a.quick and a.out.parent.resolve() == results.resolve() and a.out.stem != stem:
         p.error("a smoke run writes only bench/results/open_sessions-quick.*")

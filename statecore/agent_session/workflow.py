@@ -144,8 +144,8 @@ class AgentSession:
         self._work_this_run = 0
         #: Whether this run continues as new when idle (decided once, at the run's start).
         self._idle_continue = False
-        #: Whether the run loop's wait also ends at this run's first work.
-        self._wake_at_work = False
+        #: Whether the run loop's wait also ends when this run becomes worth leaving.
+        self._wake_when_long = False
         # A run begun by an idle continue-as-new counts the TTL from the session's last
         # activity in the run before (0 otherwise).
         self._last_activity = workflow.now() - timedelta(seconds=input.idle_carried_seconds)
@@ -194,23 +194,23 @@ class AgentSession:
         while True:
             idle_for = workflow.now() - self._last_activity
             remaining = timedelta(seconds=input.ttl_seconds) - idle_for
-            # Until this run does work it waits for the TTL only, and wakes at its first turn
-            # or operation to wait for the idle time instead (one timer at a time: a busy run
-            # re-arms it at most once per idle period, never per turn).
-            worked = self._work_this_run > 0
-            if self._idle_continue and worked:
+            # Until this run is worth leaving (_long_enough) it waits for the TTL only, and
+            # wakes when it becomes so to wait for the idle time instead (one timer at a time:
+            # a busy run re-arms it at most once per idle period, never per turn).
+            long_enough = self._idle_continue and self._long_enough()
+            if long_enough:
                 # With a turn in flight, a whole idle period: idle counts from its end.
                 until_idle = self._idle_limit() - (
                     timedelta(0) if self._lock.locked() else idle_for
                 )
                 remaining = min(remaining, until_idle)
             try:
-                self._wake_at_work = self._idle_continue and not worked
+                self._wake_when_long = self._idle_continue and not long_enough
                 await workflow.wait_condition(
                     lambda: (
                         self._close is not None
                         or self._should_continue()
-                        or (self._wake_at_work and self._work_this_run > 0)
+                        or (self._wake_when_long and self._long_enough())
                     ),
                     timeout=max(remaining, timedelta(seconds=1)),
                 )
@@ -229,7 +229,7 @@ class AgentSession:
                 self._close_on_cancel()
                 continue
             if self._idle_continue and self._close is None and not self._should_continue():
-                continue  # woken by this run's first work: wait for the idle time now
+                continue  # woken as the run became worth leaving: wait for the idle time
             if self._close is not None:
                 return await self._finish_closed(self._close)
             try:
@@ -250,13 +250,21 @@ class AgentSession:
     def _idle_limit(self) -> timedelta:
         return timedelta(seconds=self._input.idle_continue_seconds)
 
+    def _long_enough(self) -> bool:
+        """Whether this run is worth leaving when idle: it has done work (so an idle session
+        continues once, not forever) and holds idle_continue_min_events events (a shorter
+        run replays in a few milliseconds, less than a new run costs the server)."""
+        return (
+            self._work_this_run > 0
+            and workflow.info().get_current_history_length() >= self._input.idle_continue_min_events
+        )
+
     def _idle_continue_due(self, idle: timedelta) -> bool:
-        """Whether this run moves on because the session went idle: it has done work (so
-        the next run is shorter, and an idle session continues once, not forever), nothing is
-        in flight, and nothing has happened for idle_continue_seconds."""
+        """Whether this run moves on because the session went idle: it is long enough,
+        nothing is in flight, and nothing has happened for idle_continue_seconds."""
         return (
             self._idle_continue
-            and self._work_this_run > 0
+            and self._long_enough()
             and idle >= self._idle_limit()
             and not self._lock.locked()
         )

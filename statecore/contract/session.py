@@ -48,6 +48,10 @@ DEFAULT_MAX_TURNS_PER_RUN = 1000
 #: its next turn, on a worker that no longer caches it, replays an almost empty run instead of
 #: everything since the run began (docs/operators.md, "Idle sessions start a new run").
 DEFAULT_IDLE_CONTINUE_SECONDS = 60
+#: ... but only once its run holds this many history events (~18 turns): a shorter run
+#: replays in milliseconds, and continuing as new after every short conversation would cost
+#: the server a new run each time (bench/README.md, "Open sessions: the uncached turn").
+DEFAULT_IDLE_CONTINUE_MIN_EVENTS = 200
 #: Bounded memory of committed turn ids carried across continue-as-new for cheap dedup;
 #: SQL keeps every turn record, so older ids still deduplicate through an activity.
 RECENT_TURN_IDS = 64
@@ -177,6 +181,8 @@ class SessionInput(OperatorInput):
     idle_continue_seconds: int = Field(
         default=DEFAULT_IDLE_CONTINUE_SECONDS, ge=0, le=10 * 365 * 86400
     )
+    #: An idle run continues as new only once its history holds this many events.
+    idle_continue_min_events: int = Field(default=DEFAULT_IDLE_CONTINUE_MIN_EVENTS, ge=0, le=51_200)
     #: Filled in by an idle continue-as-new: how long the session had been idle then, so the
     #: TTL still counts from its last activity, not from the new run's start.
     idle_carried_seconds: float = Field(default=0.0, ge=0)

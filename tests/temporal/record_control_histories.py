@@ -108,8 +108,11 @@ async def idle_continue(sc: AgentSessionClient) -> None:
     # Two turns, a pause, an idle period (the run moves on, paused), a resume, a turn sent
     # again and a new one in the next run, a close. Code before the idle continue-as-new has
     # no such option: it records the same calls in one run.
+    fields = SessionInput.model_fields
     idle = (
-        {"idle_continue_seconds": 1} if "idle_continue_seconds" in SessionInput.model_fields else {}
+        {"idle_continue_seconds": 1, "idle_continue_min_events": 1}
+        if "idle_continue_min_events" in fields
+        else {}
     )
     for n, turn_id in enumerate(["i1", "i2"]):
         await sc.send("agent", "idle-continue", f"m{n}", turn_id=turn_id, **idle)

@@ -17,7 +17,8 @@ from statecore.core.errors import SessionPausedError
 from tests.temporal.conftest import Env
 from tests.temporal.test_operators import wait_for
 
-IDLE = {"idle_continue_seconds": 1}
+#: Any run that has taken a turn is worth leaving here (the default waits for 200 events).
+IDLE = {"idle_continue_seconds": 1, "idle_continue_min_events": 1}
 
 
 async def _run_info(env: Env, session: str) -> tuple[str, int, int]:
@@ -85,8 +86,11 @@ async def test_paused_session_stays_paused_across_an_idle_continue(env: Env) -> 
 async def test_an_idle_session_continues_once_not_forever(env: Env) -> None:
     session = "idle-once"
     never = "idle-never"
+    short = "idle-short"
     await env.sessions.send(env.agent, session, "one", turn_id="o1", **IDLE)
     await env.sessions.send(env.agent, never, "one", turn_id="n1", idle_continue_seconds=0)
+    # A run shorter than idle_continue_min_events (200 by default) is not worth leaving.
+    await env.sessions.send(env.agent, short, "one", turn_id="s1", idle_continue_seconds=1)
     await _wait_runs(env, session, 2)
     run_id, _, events = await _run_info(env, session)
     # Four idle periods more: the new run has done nothing, so it stays.
@@ -94,3 +98,4 @@ async def test_an_idle_session_continues_once_not_forever(env: Env) -> None:
     assert await _run_info(env, session) == (run_id, 2, events)
     # With idle_continue_seconds=0 a session keeps its run, as before.
     assert (await _run_info(env, never))[1] == 1
+    assert (await _run_info(env, short))[1] == 1
