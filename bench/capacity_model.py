@@ -16,8 +16,9 @@ stays on the worker that ran it last (Temporal's sticky queue), so the workers' 
 behave as one LRU of workers x cache entries. Each turn is cached or not; an uncached one
 replays its run, whose length is the turns since the run began: since the session's last idle
 period of ``--idle-continue`` seconds, or since its last run if that is 0 (capped by the
-server's suggestion, ~340 turns; a session's first turn in the simulation finds its run
-anywhere between empty and that, as a session open for weeks would).
+server's suggestion, ~340 turns), and only once the run holds ``--min-turns`` turns; a
+session's first turn in the simulation finds its run anywhere between empty and where it
+would move on, as a session open for weeks would).
 """
 
 from __future__ import annotations
@@ -36,25 +37,46 @@ RESULTS = ROOT / "bench" / "results"
 SUGGESTED_RUN_TURNS = 340
 
 
+def _total_per_turn(result: dict[str, Any], key: str) -> float:
+    """CPU ms per turn over every phase of an open-sessions run, background work included."""
+    phases = result["phases"]
+    turns = sum(p["all"]["turns"] for p in phases)
+    return sum(p[key] * p["all"]["turns"] for p in phases) / turns
+
+
 def measured(db: str) -> dict[str, float]:
+    """Per-turn costs from the run without idle continue-as-new (turns alone); the cost of one
+    idle continue-as-new from the run with it at 0 minimum events, where every turn was
+    followed by one (sessions got a turn every few minutes)."""
+    before = json.loads((RESULTS / f"open_sessions_{db}_idle0.json").read_text())
     after = json.loads((RESULTS / f"open_sessions_{db}_idle60.json").read_text())
     replay = json.loads((RESULTS / "replay_cost.json").read_text())
-    hot = next(p for p in after["phases"] if p["phase"] == "hot")
-    rows = after["memory_timeline"]["rows"]
-    full = next(r for r in rows if r[2] >= after["settings"]["cache"])
-    small = rows[0]
+    hot = next(p for p in before["phases"] if p["phase"] == "hot")
+    rows = before["memory_timeline"]["rows"]
+    full = next(r for r in rows if r[2] >= before["settings"]["cache"])
+    small = next(r for r in rows if r[2] > 0)
     # Replay ms per turn in the run, from the 100-turn run (the rate grows past it).
     hundred = next(r for r in replay["rows"] if r["turns_in_run"] == 100)
+    database = after.get("database") or before["database"]
+    cost: dict[str, float] = {}
+    for key in ("worker", "server", "postgresql"):
+        k = f"{key}_cpu_ms_per_turn"
+        cost[f"{key}_cpu_ms_per_idle_continue"] = round(
+            _total_per_turn(after, k) - _total_per_turn(before, k), 2
+        )
     return {
         "worker_cpu_ms_cached_turn": hot["worker_cpu_ms_per_turn"],
         "server_cpu_ms_per_turn": hot["server_cpu_ms_per_turn"],
         "postgresql_cpu_ms_per_turn": hot["postgresql_cpu_ms_per_turn"],
+        **cost,
         "replay_ms_per_turn_in_run": hundred["replay_ms_per_turn_in_run"],
         "history_bytes_per_turn": round(hundred["history_bytes"] / 100),
-        "worker_rss_mib_per_cached_session": round((full[3] - small[3]) / max(full[2], 1), 3),
+        "worker_rss_mib_per_cached_session": round(
+            (full[3] - small[3]) / max(full[2] - small[2], 1), 3
+        ),
         "worker_rss_mib_base": small[3],
-        "database_bytes_per_session": after["database"]["bytes_per_session"],
-        "database_bytes_per_message": after["database"]["bytes_per_message"],
+        "database_bytes_per_session": database["bytes_per_session"],
+        "database_bytes_per_message": database["bytes_per_message"],
     }
 
 
@@ -68,7 +90,7 @@ def simulate(a: argparse.Namespace) -> dict[str, Any]:
     run_turns: dict[int, int] = {}
     events: list[tuple[float, int, int]] = []  # (time, session, turns left)
     t = 0.0
-    cached = uncached = 0
+    cached = uncached = continues = 0
     replayed: list[int] = []
     warmup = a.turns // 5
     done = 0
@@ -84,12 +106,19 @@ def simulate(a: argparse.Namespace) -> dict[str, Any]:
         else:
             t, session, left = heapq.heappop(events)
         idle = t - last_turn.get(session, -1e18)
-        if a.idle_continue and idle >= a.idle_continue:
+        if (
+            a.idle_continue
+            and idle >= a.idle_continue
+            and run_turns.get(session, 0) >= max(1, a.min_turns)
+        ):
             run_turns[session] = 0  # the run continued as new while idle
+            if done >= warmup:
+                continues += 1
         if session not in run_turns:
-            # A session open for weeks: without idle continue-as-new its run is anywhere
-            # between its start and the server's suggestion; with it, empty (it was idle).
-            run_turns[session] = 0 if a.idle_continue else rng.randrange(SUGGESTED_RUN_TURNS)
+            # A session open for weeks: its run is anywhere between empty and where it
+            # would move on (the server's suggestion, or the idle continue's minimum).
+            longest = max(1, a.min_turns) if a.idle_continue else SUGGESTED_RUN_TURNS
+            run_turns[session] = rng.randrange(longest)
         run = run_turns[session]
         hit = session in cache
         if hit:
@@ -114,6 +143,7 @@ def simulate(a: argparse.Namespace) -> dict[str, Any]:
     return {
         "turns": cached + uncached,
         "uncached_share": round(uncached / (cached + uncached), 3),
+        "idle_continues_per_turn": round(continues / (cached + uncached), 3),
         "uncached_run_turns_p50": replayed[n // 2] if n else 0,
         "uncached_run_turns_p90": replayed[int(n * 0.9)] if n else 0,
         "uncached_run_turns_mean": round(sum(replayed) / n, 1) if n else 0.0,
@@ -122,7 +152,13 @@ def simulate(a: argparse.Namespace) -> dict[str, Any]:
 
 def plan(a: argparse.Namespace, m: dict[str, float], sim: dict[str, Any]) -> dict[str, Any]:
     replay_ms = sim["uncached_run_turns_mean"] * m["replay_ms_per_turn_in_run"]
-    worker_ms = m["worker_cpu_ms_cached_turn"] + sim["uncached_share"] * replay_ms
+    per_continue = sim["idle_continues_per_turn"]
+    worker_ms = (
+        m["worker_cpu_ms_cached_turn"]
+        + sim["uncached_share"] * replay_ms
+        + per_continue * m["worker_cpu_ms_per_idle_continue"]
+    )
+    server_ms = m["server_cpu_ms_per_turn"] + per_continue * m["server_cpu_ms_per_idle_continue"]
     worker_cores = a.rate * worker_ms / 1000
     return {
         "worker_cpu_ms_per_turn_mean": round(worker_ms, 2),
@@ -133,9 +169,7 @@ def plan(a: argparse.Namespace, m: dict[str, float], sim: dict[str, Any]) -> dic
         "worker_rss_mib_each": round(
             m["worker_rss_mib_base"] + a.cache * m["worker_rss_mib_per_cached_session"] + 27, 0
         ),
-        "temporal_server_cores_busy_dev_server_rate": round(
-            a.rate * m["server_cpu_ms_per_turn"] / 1000, 2
-        ),
+        "temporal_server_cores_busy_dev_server_rate": round(a.rate * server_ms / 1000, 2),
         "postgresql_cores_busy": round(a.rate * m["postgresql_cpu_ms_per_turn"] / 1000, 2),
         "history_bytes_per_day": int(a.rate * m["history_bytes_per_turn"] * 86400),
         "statecore_database_bytes": int(
@@ -155,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--think-seconds", type=float, default=40.0)
     p.add_argument("--messages-per-session", type=int, default=40)
     p.add_argument("--turns", type=int, default=400_000, help="simulated turns")
+    p.add_argument(
+        "--min-turns", type=int, default=18, help="turns in a run before it may continue"
+    )
     p.add_argument("--seed", type=int, default=45)
     p.add_argument("--db", default="postgresql")
     p.add_argument("--out", type=Path, default=RESULTS / "capacity_model.json")
@@ -162,11 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     m = measured(a.db)
     out: dict[str, Any] = {"inputs": {k: v for k, v in vars(a).items() if k != "out"}}
     out["measured"] = m
-    for idle in (0, 60):
-        a.idle_continue = idle
+    for idle, min_turns in ((0, 0), (60, 0), (60, a.min_turns)):
+        a.idle_continue, a.min_turns = idle, min_turns
         sim = simulate(a)
-        out[f"idle_continue_{idle}"] = {"simulation": sim, "plan": plan(a, m, sim)}
-        print(f"idle_continue {idle}: {sim} -> {out[f'idle_continue_{idle}']['plan']}")
+        name = f"idle_continue_{idle}_min_turns_{min_turns}"
+        out[name] = {"simulation": sim, "plan": plan(a, m, sim)}
+        print(f"{name}: {sim} -> {out[name]['plan']}")
     a.out.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {a.out}")
     return 0
