@@ -92,6 +92,9 @@ PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
 #: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
 #: every TURN_SEARCH_ATTRIBUTE_EVERY-th do (status changes and new runs still write it).
 PATCH_SPARSE_TURN_ATTRIBUTE = "statecore-sparse-turn-search-attribute"
+#: A run used to continue as new only at max_turns_per_run or the server's suggestion; now a
+#: run that has done work also moves on after idle_continue_seconds without any.
+PATCH_IDLE_CONTINUE = "statecore-idle-continue-as-new"
 
 #: Bytes of message text the send_message validator counts in tokens in one workflow task
 #: (two of the largest messages, well under a second). Counting runs inside the task, which
@@ -137,7 +140,15 @@ class AgentSession:
         self._rejections: deque[Rejection] = deque(input.rejections, maxlen=RECENT_REJECTIONS)
         self._stores: list[StateStoreReport] = []
         self._turns_this_run = 0
-        self._last_activity = workflow.now()
+        #: Turns and SQL operations this run has run: an idle run without any stays put.
+        self._work_this_run = 0
+        #: Whether this run continues as new when idle (decided once, at the run's start).
+        self._idle_continue = False
+        #: Whether the run loop's wait also ends when this run becomes worth leaving.
+        self._wake_when_long = False
+        # A run begun by an idle continue-as-new counts the TTL from the session's last
+        # activity in the run before (0 otherwise).
+        self._last_activity = workflow.now() - timedelta(seconds=input.idle_carried_seconds)
         self._close: CloseInput | None = None
         self._migrate_to: str | None = None
         self._opened = input.checkpoint is not None
@@ -175,13 +186,32 @@ class AgentSession:
             self._cp.status = "active"
         self._sync_search_attributes()
         self._show()
+        # Asked only when enabled: a session that never continues when idle writes no marker.
+        self._idle_continue = input.idle_continue_seconds > 0 and workflow.patched(
+            PATCH_IDLE_CONTINUE
+        )
 
         while True:
             idle_for = workflow.now() - self._last_activity
             remaining = timedelta(seconds=input.ttl_seconds) - idle_for
+            # Until this run is worth leaving (_long_enough) it waits for the TTL only, and
+            # wakes when it becomes so to wait for the idle time instead (one timer at a time:
+            # a busy run re-arms it at most once per idle period, never per turn).
+            long_enough = self._idle_continue and self._long_enough()
+            if long_enough:
+                # With a turn in flight, a whole idle period: idle counts from its end.
+                until_idle = self._idle_limit() - (
+                    timedelta(0) if self._lock.locked() else idle_for
+                )
+                remaining = min(remaining, until_idle)
             try:
+                self._wake_when_long = self._idle_continue and not long_enough
                 await workflow.wait_condition(
-                    lambda: self._close is not None or self._should_continue(),
+                    lambda: (
+                        self._close is not None
+                        or self._should_continue()
+                        or (self._wake_when_long and self._long_enough())
+                    ),
                     timeout=max(remaining, timedelta(seconds=1)),
                 )
             except TimeoutError:
@@ -189,10 +219,17 @@ class AgentSession:
                 if idle >= timedelta(seconds=input.ttl_seconds) and not self._lock.locked():
                     self._close = CloseInput(delete_state=input.delete_on_close)
                     self._cp.last_operation = "closed: idle past TTL"
+                elif self._idle_continue_due(idle):
+                    try:
+                        await self._continue_as_new(idle=True)
+                    except asyncio.CancelledError:
+                        self._close_on_cancel()
                 continue
             except asyncio.CancelledError:
                 self._close_on_cancel()
                 continue
+            if self._idle_continue and self._close is None and not self._should_continue():
+                continue  # woken as the run became worth leaving: wait for the idle time
             if self._close is not None:
                 return await self._finish_closed(self._close)
             try:
@@ -210,6 +247,28 @@ class AgentSession:
             self._close = CloseInput()
         self._cp.last_operation = "closed: cancellation requested"
 
+    def _idle_limit(self) -> timedelta:
+        return timedelta(seconds=self._input.idle_continue_seconds)
+
+    def _long_enough(self) -> bool:
+        """Whether this run is worth leaving when idle: it has done work (so an idle session
+        continues once, not forever) and holds idle_continue_min_events events (a shorter
+        run replays in a few milliseconds, less than a new run costs the server)."""
+        return (
+            self._work_this_run > 0
+            and workflow.info().get_current_history_length() >= self._input.idle_continue_min_events
+        )
+
+    def _idle_continue_due(self, idle: timedelta) -> bool:
+        """Whether this run moves on because the session went idle: it is long enough,
+        nothing is in flight, and nothing has happened for idle_continue_seconds."""
+        return (
+            self._idle_continue
+            and self._long_enough()
+            and idle >= self._idle_limit()
+            and not self._lock.locked()
+        )
+
     def _should_continue(self) -> bool:
         return self._must_continue() or workflow.info().is_continue_as_new_suggested()
 
@@ -217,14 +276,18 @@ class AgentSession:
         """The reasons to move on that this run's own state holds (not the server's hint)."""
         return self._migrate_to is not None or self._turns_this_run >= self._input.max_turns_per_run
 
-    async def _continue_as_new(self) -> None:
+    async def _continue_as_new(self, *, idle: bool = False) -> None:
         """Drain, then continue as new with the checkpoint; returns instead when a close
         arrived while draining (the run loop then closes the session)."""
-        # Drain: the validator now rejects new turns as retryable, in-flight ones finish.
         self._resume_status = self._cp.status if self._cp.status != "draining" else "active"
-        self._cp.status = "draining"
-        self._sync_search_attributes()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        if not (idle and workflow.all_handlers_finished()):
+            # Drain: the validator now rejects new turns as retryable, in-flight ones finish.
+            # An idle run with nothing in flight moves on in this very task (an update that
+            # arrives meanwhile fails the task's completion, and it runs again with it), so
+            # it skips the draining status and its two search-attribute writes.
+            self._cp.status = "draining"
+            self._sync_search_attributes()
+            await workflow.wait_condition(workflow.all_handlers_finished)
         # Every handler has finished, and no signal or update can arrive between here and
         # the continue-as-new command (one arriving now fails this task's completion, and
         # the task runs again with it): what they asked for is applied or carried below.
@@ -237,9 +300,11 @@ class AgentSession:
         target = self._migrate_to or None
         if target:
             checkpoint.last_operation = f"migrated to task queue {target}"
-        next_input = self._input.model_copy(
-            update={"checkpoint": checkpoint, "rejections": list(self._rejections)}
-        )
+        carried: dict[str, Any] = {"checkpoint": checkpoint, "rejections": list(self._rejections)}
+        if self._idle_continue:
+            idle_for = workflow.now() - self._last_activity
+            carried["idle_carried_seconds"] = max(0.0, idle_for.total_seconds())
+        next_input = self._input.model_copy(update=carried)
         workflow.continue_as_new(next_input, task_queue=target)
 
     async def _finish_closed(self, close: CloseInput) -> SessionReport:
@@ -272,6 +337,7 @@ class AgentSession:
         await workflow.wait_condition(lambda: self._opened)
         async with self._lock:
             self._turns_this_run += 1
+            self._work_this_run += 1
             self._last_activity = workflow.now()
             async with self._session.turn(input.turn_id) as turn:
                 turn.append(input.to_message())
@@ -304,6 +370,8 @@ class AgentSession:
                         self._run_compact(CompactInput(strategy="summarize"), source="auto"),
                     )
             self._show()
+            if self._idle_continue:
+                self._last_activity = workflow.now()  # idle counts from the turn's end
             return result
 
     @send_message.validator
@@ -494,6 +562,7 @@ class AgentSession:
         """A fresh report read from SQL (the query answers from the cached one)."""
         req = self._parse_or_raise("describe_state", DescribeInput, payload)
         async with self._lock:
+            self._work_this_run += 1
             out: ControlResult = await self._session.run_sql(
                 ACT_DESCRIBE,
                 ControlInput(ref=self._input.ref, include_data=req.include_data),
@@ -601,6 +670,7 @@ class AgentSession:
 
     async def _control(self, activity: str, arg: ControlInput) -> ControlResult:
         await workflow.wait_condition(lambda: self._opened)
+        self._work_this_run += 1
         out: ControlResult = await self._session.run_sql(activity, arg, ControlResult)
         self._stores = out.report.stores
         self._apply_snapshot(out.snapshot)

@@ -22,6 +22,8 @@ from statecore.core._errors import (
     validation_message,
 )
 from statecore.core._limits import (
+    DEFAULT_IDLE_CONTINUE_MIN_EVENTS,
+    DEFAULT_IDLE_CONTINUE_SECONDS,
     DEFAULT_MAX_TURNS_PER_RUN,
     DEFAULT_SESSION_TTL_SECONDS,
     MAX_TURN_REQUEST_BYTES,
@@ -165,6 +167,16 @@ class SessionInput(OperatorInput):
     #: on another worker after this long.
     model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=MAX_TURNS_PER_RUN)
+    #: Continue as new after this many seconds without a turn or an operation, once per idle
+    #: period (only a run that has taken turns or operations moves on); 0 never does.
+    idle_continue_seconds: int = Field(
+        default=DEFAULT_IDLE_CONTINUE_SECONDS, ge=0, le=10 * 365 * 86400
+    )
+    #: An idle run continues as new only once its history holds this many events.
+    idle_continue_min_events: int = Field(default=DEFAULT_IDLE_CONTINUE_MIN_EVENTS, ge=0, le=51_200)
+    #: Filled in by an idle continue-as-new: how long the session had been idle then, so the
+    #: TTL still counts from its last activity, not from the new run's start.
+    idle_carried_seconds: float = Field(default=0.0, ge=0)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None
     #: The previous run's recent rejections, carried by continue-as-new so describe keeps

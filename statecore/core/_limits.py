@@ -57,6 +57,14 @@ DEFAULT_MAX_TURNS_PER_RUN = 1000
 #: The most a session may ask for: each turn is one update, and the server refuses more than
 #: 2,000 updates in one run.
 MAX_TURNS_PER_RUN = 1900
+#: A session that has taken turns and then hears nothing for this long continues as new, so
+#: its next turn, on a worker that no longer caches it, replays an almost empty run instead of
+#: everything since the run began (docs/operators.md, "Idle sessions start a new run").
+DEFAULT_IDLE_CONTINUE_SECONDS = 60
+#: ... but only once its run holds this many history events (~18 turns): a shorter run
+#: replays in milliseconds, and continuing as new after every short conversation would cost
+#: the server a new run each time (bench/README.md, "Open sessions: the uncached turn").
+DEFAULT_IDLE_CONTINUE_MIN_EVENTS = 200
 #: A whole ``send_message`` request as JSON (content, name and metadata, escapes included).
 #: The message travels twice in the model activity's input (the context's pending message
 #: and the commit), and Temporal fails a workflow task whose command carries over 2 MiB:

@@ -3,13 +3,14 @@
     .venv/bin/python -m tests.temporal.record_control_histories [PREFIX [SCENARIO ...]]
 
 Scenarios: a reset signal that names nothing, pause and close sent while a run drains for
-continue-as-new, a cancellation request, a start under another session's id, and turns past
-the StatecoreTurn interval across a continue-as-new (all of them unless named). Run by the
-current code they record the patched behaviour (files ``control-<scenario>-run<N>.json``);
-run from a checkout of the code before the patches with PREFIX ``legacy`` they record the
-old behaviour, which the current code must still replay (tests/temporal/test_replay.py).
-Only the temporalio and statecore names both versions share are used here (and in
-tests/temporal/gated_model.py, which an older checkout needs beside this file).
+continue-as-new, a cancellation request, a start under another session's id, turns past the
+StatecoreTurn interval across a continue-as-new, and a session that goes idle (all of them
+unless named). Run by the current code they record the patched behaviour (files
+``control-<scenario>-run<N>.json``); run from a checkout of the code before the patches with
+PREFIX ``legacy`` they record the old behaviour, which the current code must still replay
+(tests/temporal/test_replay.py). Only the temporalio and statecore names both versions share
+are used here (and in tests/temporal/gated_model.py, which an older checkout needs beside
+this file).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from statecore.contract._session import SessionInput
 from statecore.temporal._client import AgentSessionClient
 from statecore.temporal._devserver import start_dev_server
 from statecore.temporal._plugin import StatecorePlugin
@@ -102,6 +104,27 @@ async def sparse_turns(sc: AgentSessionClient) -> None:
     await sc.close("agent", "sparse-turns")
 
 
+async def idle_continue(sc: AgentSessionClient) -> None:
+    # Two turns, a pause, an idle period (the run moves on, paused), a resume, a turn sent
+    # again and a new one in the next run, a close. Code before the idle continue-as-new has
+    # no such option: it records the same calls in one run.
+    fields = SessionInput.model_fields
+    idle = (
+        {"idle_continue_seconds": 1, "idle_continue_min_events": 1}
+        if "idle_continue_min_events" in fields
+        else {}
+    )
+    for n, turn_id in enumerate(["i1", "i2"]):
+        await sc.send("agent", "idle-continue", f"m{n}", turn_id=turn_id, **idle)
+    await sc.pause("agent", "idle-continue", "audit")
+    await asyncio.sleep(3.0)
+    await sc.resume("agent", "idle-continue")
+    await _settled()
+    await sc.send("agent", "idle-continue", "m0", turn_id="i1", **idle)
+    await sc.send("agent", "idle-continue", "m2", turn_id="i3", **idle)
+    await sc.close("agent", "idle-continue")
+
+
 SCENARIOS: dict[str, Callable[[AgentSessionClient], Awaitable[None]]] = {
     "reset-empty": reset_empty,
     "drain-pause": drain_pause,
@@ -109,6 +132,7 @@ SCENARIOS: dict[str, Callable[[AgentSessionClient], Awaitable[None]]] = {
     "cancelled": cancelled,
     "misnamed": misnamed,
     "sparse-turns": sparse_turns,
+    "idle-continue": idle_continue,
 }
 
 

@@ -23,7 +23,15 @@ def test_histories_are_committed() -> None:
     assert any(p.name == "continued-run3.json" for p in HISTORIES)
     # Each workflow.patched change: recorded before it (legacy-*) and after it (control-*),
     # by tests/temporal/record_control_histories.py.
-    control = {"reset-empty", "drain-pause", "drain-close", "cancelled", "misnamed", "sparse-turns"}
+    control = {
+        "reset-empty",
+        "drain-pause",
+        "drain-close",
+        "cancelled",
+        "misnamed",
+        "sparse-turns",
+        "idle-continue",
+    }
     assert {f"legacy-{name}" for name in control} <= names
     assert {f"control-{name}" for name in control} <= names
 
