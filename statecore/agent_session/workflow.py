@@ -68,6 +68,7 @@ from statecore.contract.session import (
 from statecore.core.errors import (
     ContextBudgetError,
     StatecoreError,
+    UnknownAgentError,
     UnknownEncodingError,
     UnknownOperationError,
 )
@@ -87,6 +88,8 @@ from statecore.workflow.activity_calls import refusal
 PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 #: Pause, resume and close sent while a run drains for continue-as-new used to be lost.
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
+#: A session opened by a turn that named a model no worker has ends after refusing it.
+PATCH_UNKNOWN_MODEL_ENDS_NEW_SESSION = "statecore-unknown-model-ends-new-session"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
 #: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
@@ -273,9 +276,13 @@ class AgentSession:
         async with self._lock:
             self._turns_this_run += 1
             self._last_activity = workflow.now()
-            async with self._session.turn(input.turn_id) as turn:
-                turn.append(input.to_message())
-                out = await turn.respond()
+            try:
+                async with self._session.turn(input.turn_id) as turn:
+                    turn.append(input.to_message())
+                    out = await turn.respond()
+            except ApplicationError as err:
+                self._forget_unknown_model(err)
+                raise
             commit = out.commit
             assert commit is not None
             if out.budget is not None:
@@ -305,6 +312,20 @@ class AgentSession:
                     )
             self._show()
             return result
+
+    def _forget_unknown_model(self, err: ApplicationError) -> None:
+        """A session that no turn has committed to, opened by a send naming a model (or
+        agent) this worker does not have, ends after refusing that turn: the model was fixed
+        when the session opened, so it would refuse every later turn the same way. Its SQL
+        state stays; the next send opens it again with the model that send names."""
+        if not (err.type == UnknownAgentError.code and self._cp.turn == 0 and self._close is None):
+            return
+        if not workflow.patched(PATCH_UNKNOWN_MODEL_ENDS_NEW_SESSION):
+            return
+        self._close = CloseInput()
+        self._cp.last_operation = (
+            f"closed: its first turn named model {self._input.model!r}, which no worker has"
+        )
 
     @send_message.validator
     def _validate_send(self, payload: RawValue = NO_INPUT) -> None:

@@ -57,6 +57,7 @@ from statecore.core.errors import (
     PayloadTooLargeError,
     StatecoreError,
     TemporalRequestError,
+    UnknownAgentError,
     error_from_code,
     first_problem,
     validation_message,
@@ -81,6 +82,9 @@ LARGE_DATA_ADVICE = (
     "send large data by reference: write it to KV or scoped state (or another store, as a "
     "claim check) and send its key"
 )
+
+#: How long ``send`` waits for a session its refused first turn opened to end.
+SESSION_END_WAIT_SECONDS = 10.0
 
 log = logging.getLogger("statecore.temporal.client")
 
@@ -282,7 +286,10 @@ class AgentSessionClient:
                     # a cancelled send must stop, not retry.
                     raise asyncio.CancelledError from err
                 if not _transient(err) or loop.time() + delay > deadline:
-                    raise _typed(err) from err
+                    typed = _typed(err)
+                    if isinstance(typed, UnknownAgentError):
+                        await self._await_session_end(agent_id, session_id)
+                    raise typed from err
                 log.debug(
                     "turn %s of %s/%s refused for now (%s); sending again in %.2f s",
                     turn_id,
@@ -295,6 +302,19 @@ class AgentSessionClient:
                     on_retry(_refusal_reason(err), deadline - loop.time())
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _await_session_end(self, agent_id: str, session_id: str) -> None:
+        """A session that its refused first turn opened ends with the refusal (a model no
+        worker has would refuse every later turn too): wait for that run to finish, at most
+        SESSION_END_WAIT_SECONDS, so the next send opens a new run instead of being told the
+        session is closing. A session that stays open is left at once."""
+        handle = self.handle(agent_id, session_id)
+        with contextlib.suppress(RPCError, WorkflowQueryFailedError, TimeoutError):
+            report: SessionReport = await handle.query(
+                "describe", DescribeInput(), result_type=SessionReport
+            )
+            if report.checkpoint.status == "closed":
+                await asyncio.wait_for(handle.result(), SESSION_END_WAIT_SECONDS)
 
     # --- operations --------------------------------------------------------------------------
 
