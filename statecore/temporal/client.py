@@ -65,6 +65,7 @@ from statecore.core.errors import (
 from statecore.core.model_windows import context_budget
 from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core.profile import SessionProfile, check_limit
+from statecore.temporal.exit_guard import release_native_clients_at_exit
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -131,6 +132,7 @@ class AgentSessionClient:
         payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
         context_window: int | None = None,
     ) -> None:
+        release_native_clients_at_exit()  # see statecore.temporal.exit_guard
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
         self.namespace = validate_identifier(namespace, "namespace")

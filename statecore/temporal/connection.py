@@ -115,9 +115,7 @@ class ConnectionConfig:
         except RuntimeError as exc:
             # "Failed client connect: Server connection error: tonic::transport::Error(...)"
             reason = " ".join(str(exc).split())[:400]
-            raise TemporalUnreachableError(
-                f"cannot reach Temporal at {where}: {reason}"
-            ) from exc
+            raise TemporalUnreachableError(f"cannot reach Temporal at {where}: {reason}") from exc
 
     # --- resolution ----------------------------------------------------------------------------
 
