@@ -133,6 +133,7 @@ class AgentSession:
             model=input.model,
             model_timeout=timedelta(seconds=input.model_timeout_seconds),
             model_heartbeat=timedelta(seconds=input.model_heartbeat_seconds),
+            model_attempts=input.model_attempts,
         )
         self._session.turn_number = self._cp.turn
         # One turn or control operation at a time, in arrival order.

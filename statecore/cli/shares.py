@@ -65,7 +65,9 @@ async def revoke_share(args: argparse.Namespace, settings: Settings) -> int:
     from statecore.store import run_transaction
 
     async with settings.store() as store:
-        grant = await run_transaction(store, lambda tx: revoke(tx, settings.tenant, args.share_id))
+        grant = await run_transaction(
+            store, lambda tx: revoke(tx, settings.tenant, args.share_id)
+        )
     if settings.json:
         print_json(grant.model_dump(mode="json", exclude={"token_sha256", "epoch"}))
     else:

@@ -44,6 +44,8 @@ WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
 #: Continue-as-new well before the server's 2,000-updates-per-run ceiling.
 DEFAULT_MAX_TURNS_PER_RUN = 1000
+#: Attempts of one model call before its turn fails (SessionInput.model_attempts).
+DEFAULT_MODEL_ATTEMPTS = 10
 #: Bounded memory of committed turn ids carried across continue-as-new for cheap dedup;
 #: SQL keeps every turn record, so older ids still deduplicate through an activity.
 RECENT_TURN_IDS = 64
@@ -167,6 +169,11 @@ class SessionInput(OperatorInput):
     #: A model call's worker must report liveness this often; a dead worker's turn is retried
     #: on another worker after this long.
     model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
+    #: A model call that keeps failing as transient (an endpoint down or overloaded) is tried
+    #: this many times, with backoff from 1 s to 30 s between attempts (about 2.5 minutes at
+    #: the default), then the turn fails with the last attempt's typed error
+    #: (ModelUnavailable) and the session takes its next turn as usual.
+    model_attempts: int = Field(default=DEFAULT_MODEL_ATTEMPTS, ge=1, le=1000)
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=1900)
     #: Filled in by continue-as-new; absent on a fresh start (then state is loaded from SQL).
     checkpoint: TurnCheckpoint | None = None

@@ -66,6 +66,7 @@ from statecore.core.model_windows import context_budget
 from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core.profile import SessionProfile, check_limit
 from statecore.temporal.exit_guard import release_native_clients_at_exit
+from statecore.temporal.turn_wait import waiting_on
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -301,9 +302,19 @@ class AgentSessionClient:
                     delay,
                 )
                 if on_retry is not None:
-                    on_retry(_refusal_reason(err), deadline - loop.time())
+                    reason = _refusal_reason(err)
+                    if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
+                        # Accepted, not answered yet: say what the turn is waiting on.
+                        reason = await self.waiting_on(agent_id, session_id) or reason
+                    on_retry(reason, deadline - loop.time())
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def waiting_on(self, agent_id: str, session_id: str) -> str | None:
+        """What the session's unanswered turn waits on, if its model call's latest attempt
+        failed: the attempt, its typed failure and when the next attempt starts (from
+        Temporal's record of the pending call); None if nothing failed."""
+        return await waiting_on(self.handle(agent_id, session_id))
 
     async def _await_session_end(self, agent_id: str, session_id: str) -> None:
         """A session that its refused first turn opened ends with the refusal (a model no

@@ -7,6 +7,7 @@ outages delay a turn instead of failing it. Sandbox-safe: temporalio and pure mo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -43,6 +44,14 @@ MODEL_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
 )
+#: Attempts of one model call by default: about 2.5 minutes of backoff, then the turn fails
+#: with the last attempt's typed error instead of waiting on a dead endpoint for ever.
+MODEL_ATTEMPTS = 10
+
+
+def model_retry_policy(attempts: int) -> RetryPolicy:
+    """MODEL_RETRY, limited to ``attempts`` tries of the call."""
+    return dataclasses.replace(MODEL_RETRY, maximum_attempts=attempts)
 
 
 #: Temporal fails a workflow task (again on every retry) whose command carries payloads over

@@ -51,9 +51,10 @@ from statecore.core.models import Message, SessionRef, TokenUsage, validate_turn
 from statecore.core.profile import SessionProfile
 from statecore.workflow.activity_calls import (
     MAX_ACTIVITY_INPUT_BYTES,
-    MODEL_RETRY,
+    MODEL_ATTEMPTS,
     SQL_RETRY,
     checked,
+    model_retry_policy,
     reraise_activity_error,
 )
 from statecore.workflow.buffers import TurnFlow, TurnKV, TurnState
@@ -76,6 +77,7 @@ class TurnSession:
         sql_schedule_timeout: timedelta = timedelta(minutes=10),
         model_timeout: timedelta = timedelta(minutes=2),
         model_heartbeat: timedelta = timedelta(seconds=30),
+        model_attempts: int = MODEL_ATTEMPTS,
     ) -> None:
         self.ref = ref
         self.profile = profile or SessionProfile()
@@ -85,6 +87,8 @@ class TurnSession:
         self.sql_schedule_timeout = sql_schedule_timeout
         self.model_timeout = model_timeout
         self.model_heartbeat = model_heartbeat
+        #: Attempts of a model call that fails as transient before the turn fails with it.
+        self.model_retry = model_retry_policy(model_attempts)
         #: The number of the last committed turn; the next turn gets ``turn_number + 1``.
         self.turn_number = 0
 
@@ -122,7 +126,7 @@ class TurnSession:
                 result_type=GenerateResult,
                 start_to_close_timeout=self.model_timeout,
                 heartbeat_timeout=self.model_heartbeat,
-                retry_policy=MODEL_RETRY,
+                retry_policy=self.model_retry,
             )
             return result
         except ActivityError as err:
