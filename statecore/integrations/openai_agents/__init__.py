@@ -14,11 +14,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
     ) from exc
 
 from statecore.core.errors import AgentRunError, UnknownAgentError
+from statecore.integrations.openai_agents.offline import OfflineAgentModel
 from statecore.integrations.openai_agents.session import StatecoreSession, TurnBoundSession
 from statecore.integrations.openai_agents.turns import OpenAIAgentTurn
 
 __all__ = [
     "AgentRunError",
+    "OfflineAgentModel",
     "OpenAIAgentTurn",
     "StatecoreSession",
     "TurnBoundSession",
