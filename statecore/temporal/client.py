@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -66,6 +67,7 @@ from statecore.core.model_windows import context_budget
 from statecore.core.models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core.profile import SessionProfile, check_limit
 from statecore.temporal.exit_guard import release_native_clients_at_exit
+from statecore.temporal.queue_check import SessionQueueWarning, queue_mismatch_message
 from statecore.temporal.turn_wait import waiting_on
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
@@ -134,6 +136,8 @@ class AgentSessionClient:
         context_window: int | None = None,
     ) -> None:
         release_native_clients_at_exit()  # see statecore.temporal.exit_guard
+        #: Sessions whose task queue ``send`` has compared with this client's.
+        self._queues_checked: set[tuple[str, str]] = set()
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
         self.namespace = validate_identifier(namespace, "namespace")
@@ -276,6 +280,7 @@ class AgentSessionClient:
                     id=turn_id,
                     result_type=TurnResult,
                 )
+                await self._check_queue_once(agent_id, session_id)
                 return result
             except (
                 WorkflowUpdateFailedError,
@@ -309,6 +314,23 @@ class AgentSessionClient:
                     on_retry(reason, deadline - loop.time())
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _check_queue_once(self, agent_id: str, session_id: str) -> None:
+        """Warn, once per session and client, when the session runs on another task queue
+        than this client's: a session stays on the queue it opened on, so its turns are
+        answered by that queue's workers (their models, their database), not this one's."""
+        key = (agent_id, session_id)
+        if key in self._queues_checked:
+            return
+        self._queues_checked.add(key)
+        with contextlib.suppress(RPCError):
+            running_on = (await self.handle(agent_id, session_id).describe()).task_queue
+            if running_on != self.task_queue:
+                text = queue_mismatch_message(
+                    f"{agent_id}/{session_id}", running_on, self.task_queue
+                )
+                log.warning("%s", text)
+                warnings.warn(text, SessionQueueWarning, stacklevel=3)
 
     async def waiting_on(self, agent_id: str, session_id: str) -> str | None:
         """What the session's unanswered turn waits on, if its model call's latest attempt

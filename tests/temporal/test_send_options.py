@@ -1,11 +1,16 @@
-"""A send naming a model no worker has is refused, and the name does not stick: the session
-its refused first turn opened ends with the refusal, so the next plain send is answered."""
+"""What a send names that the session does not follow: a model no worker has is refused and
+does not stick (the session its refused first turn opened ends with the refusal, so the next
+plain send is answered); a task queue other than the session's is named in a warning."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+from statecore import AgentSessionClient
 from statecore.core.errors import UnknownAgentError
+from statecore.temporal.queue_check import SessionQueueWarning
 from tests.temporal.conftest import Env
 
 pytestmark = pytest.mark.temporal
@@ -34,3 +39,20 @@ async def test_a_mistyped_model_on_an_open_session_changes_nothing(env: Env) -> 
     assert (first.turn, second.turn) == (1, 2)
     report = await env.sessions.describe(env.agent, "open")
     assert report.checkpoint.status == "active"
+
+
+async def test_a_send_to_a_session_on_another_queue_warns_naming_both(env: Env) -> None:
+    """The session opened on the env's queue; a client of another queue reaches it there
+    (answered by that queue's worker) and is told so once, with the way to move it."""
+    await env.sessions.send(env.agent, "moved", "one")
+    elsewhere = AgentSessionClient(env.client, task_queue="my-own-queue")
+    with pytest.warns(SessionQueueWarning) as warned:
+        await elsewhere.send(env.agent, "moved", "two")
+    text = str(warned[0].message)
+    assert f"'{env.task_queue}'" in text and "'my-own-queue'" in text and "migrate" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await elsewhere.send(env.agent, "moved", "three")  # once per session and client
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await env.sessions.send(env.agent, "moved", "four")  # the session's own queue: quiet
