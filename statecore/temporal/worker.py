@@ -34,6 +34,7 @@ from statecore.temporal.connection import ConnectionConfig
 from statecore.temporal.dev_stack import dev_server_for, next_steps, start_ui_codec_server
 from statecore.temporal.devserver import DevServer
 from statecore.temporal.plugin import StatecorePlugin
+from statecore.temporal.server_watch import DevServerGoneError, watch_dev_server
 from statecore.temporal.settings import DEFAULT_DATA_DIR, DEFAULT_DATABASE_URL
 
 log = logging.getLogger("statecore.worker")
@@ -183,6 +184,7 @@ async def _run(
 ) -> None:
     tracing: Tracing | None = None
     server: DevServer | None = None
+    watch: asyncio.Task[str] | None = None
     codec_server: Any = None
     connection = config.connection
     _prepare_directories(config)
@@ -241,8 +243,14 @@ async def _run(
             config.model,
         )
         ready_note = next_steps(config, server, codec_server) if server is not None else None
+        if server is not None:
+            watch = asyncio.create_task(watch_dev_server(server, stop))
         await poll_until_stopped(worker, plugin_of(client, plugin), stop, polling, ready_note)
+        if watch is not None and watch.done():
+            raise DevServerGoneError(watch.result())
     finally:
+        if watch is not None and not watch.done():
+            watch.cancel()
         if tracing is not None:
             tracing.shutdown()
         if server is not None:
