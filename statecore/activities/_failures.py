@@ -13,6 +13,8 @@ misconfigured server cannot park a turn for hours.
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -26,6 +28,12 @@ from statecore.core._errors import StatecoreError, validation_message
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 MAX_SERVER_RETRY_DELAY = timedelta(minutes=5)
+#: Temporal records a pending activity's last failure only up to a few KB (the server's
+#: ``limit.activityFailureSize``); a failure's message and details stay well inside that.
+MAX_FAILURE_MESSAGE_CHARS = 1000
+MAX_FAILURE_DETAILS_BYTES = 1000
+
+log = logging.getLogger("statecore.activities")
 
 
 def typed_errors(fn: F) -> F:
@@ -34,19 +42,45 @@ def typed_errors(fn: F) -> F:
         try:
             return await fn(*args, **kwargs)
         except StatecoreError as err:
-            raise ApplicationError(
-                err.message,
-                err.details,
+            failure = ApplicationError(
+                _fit(err.message),
+                _small_details(err.details),
                 type=err.code,
                 non_retryable=not err.retryable,
                 next_retry_delay=_server_retry_delay(err),
-            ) from err
+            )
+            if not err.retryable:
+                raise failure from err
+            # Temporal keeps a retried attempt's failure only while it fits a few KB (else
+            # it records "Failure exceeds size limit." in its place); the driver's chain of
+            # causes and their stack traces would not. The message names the cause; the
+            # worker's log has the chain.
+            log.warning("%s (attempt will be retried): %s", err.code, err.message, exc_info=err)
+            raise failure from None
         except ValidationError as err:
             raise ApplicationError(
                 validation_message(err), type="InvalidInput", non_retryable=True
             ) from err
 
     return wrapper  # type: ignore[return-value]
+
+
+def _fit(message: str) -> str:
+    """A failure's message, cut to MAX_FAILURE_MESSAGE_CHARS."""
+    if len(message) <= MAX_FAILURE_MESSAGE_CHARS:
+        return message
+    return message[: MAX_FAILURE_MESSAGE_CHARS - 20] + " ... (cut)"
+
+
+def _small_details(details: dict[str, Any]) -> dict[str, Any]:
+    """The error's details, or only their names when they would not fit a failure."""
+    try:
+        size = len(json.dumps(details, default=str))
+    except (TypeError, ValueError):
+        size = MAX_FAILURE_DETAILS_BYTES + 1
+    if size <= MAX_FAILURE_DETAILS_BYTES:
+        return details
+    return {"omitted": sorted(details)}
 
 
 def _server_retry_delay(err: StatecoreError) -> timedelta | None:

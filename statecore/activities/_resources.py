@@ -44,7 +44,9 @@ class WorkerResources:
         if found is None:
             raise UnknownAgentError(
                 f"no model or agent named {name!r} on this worker; models: "
-                f"{sorted(self.models)}, agents: {sorted(self.agents)}",
+                f"{sorted(self.models)}, agents: {sorted(self.agents)}. Name one of them "
+                "(send(..., model=...), statecore chat --model); a session this turn "
+                "opened ends with the refusal, so the next send may name another",
                 name=name,
             )
         return found

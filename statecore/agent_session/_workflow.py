@@ -68,6 +68,7 @@ from statecore.contract._session import (
 from statecore.core._errors import (
     ContextBudgetError,
     StatecoreError,
+    UnknownAgentError,
     UnknownEncodingError,
     UnknownOperationError,
 )
@@ -87,6 +88,8 @@ from statecore.workflow._activity_calls import refusal
 PATCH_RESET_NAMES_STORES = "statecore-reset-names-stores"
 #: Pause, resume and close sent while a run drains for continue-as-new used to be lost.
 PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
+#: A session opened by a turn that named a model no worker has ends after refusing it.
+PATCH_UNKNOWN_MODEL_ENDS_NEW_SESSION = "statecore-unknown-model-ends-new-session"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
 #: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
@@ -133,6 +136,7 @@ class AgentSession:
             model=input.model,
             model_timeout=timedelta(seconds=input.model_timeout_seconds),
             model_heartbeat=timedelta(seconds=input.model_heartbeat_seconds),
+            model_attempts=input.model_attempts,
         )
         self._session.turn_number = self._cp.turn
         # One turn or control operation at a time, in arrival order.
@@ -339,9 +343,13 @@ class AgentSession:
             self._turns_this_run += 1
             self._work_this_run += 1
             self._last_activity = workflow.now()
-            async with self._session.turn(input.turn_id) as turn:
-                turn.append(input.to_message())
-                out = await turn.respond()
+            try:
+                async with self._session.turn(input.turn_id) as turn:
+                    turn.append(input.to_message())
+                    out = await turn.respond()
+            except ApplicationError as err:
+                self._forget_unknown_model(err)
+                raise
             commit = out.commit
             assert commit is not None
             if out.budget is not None:
@@ -373,6 +381,20 @@ class AgentSession:
             if self._idle_continue:
                 self._last_activity = workflow.now()  # idle counts from the turn's end
             return result
+
+    def _forget_unknown_model(self, err: ApplicationError) -> None:
+        """A session that no turn has committed to, opened by a send naming a model (or
+        agent) this worker does not have, ends after refusing that turn: the model was fixed
+        when the session opened, so it would refuse every later turn the same way. Its SQL
+        state stays; the next send opens it again with the model that send names."""
+        if not (err.type == UnknownAgentError.code and self._cp.turn == 0 and self._close is None):
+            return
+        if not workflow.patched(PATCH_UNKNOWN_MODEL_ENDS_NEW_SESSION):
+            return
+        self._close = CloseInput()
+        self._cp.last_operation = (
+            f"closed: its first turn named model {self._input.model!r}, which no worker has"
+        )
 
     @send_message.validator
     def _validate_send(self, payload: RawValue = NO_INPUT) -> None:

@@ -19,9 +19,11 @@ from statecore.cli import _listing as listing
 from statecore.cli import _operate as operate
 from statecore.cli import _shares as shares
 from statecore.cli import _worker as worker
+from statecore.cli._closed_pipe import is_closed_pipe, silence_stdout
 from statecore.cli._exits import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
+    EXIT_OK,
     EXIT_USAGE,
     error_code_for,
     error_message,
@@ -87,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def exit_process(code: int) -> NoReturn:
     """End the process with ``code`` once output is flushed (see ``main``)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError as exc:  # the reader went away (statecore.cli._closed_pipe)
+            if not is_closed_pipe(exc):
+                raise
     os._exit(code)
 
 
@@ -101,6 +107,9 @@ def run_command(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:  # every failure becomes one line and a documented exit code
+        if is_closed_pipe(exc):
+            silence_stdout()
+            return EXIT_OK
         code = exit_code_for(exc)
         if args.debug:
             traceback.print_exc()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shlex
 import sys
 import uuid
 from collections.abc import Awaitable
@@ -24,6 +25,7 @@ from statecore.cli._args import add_session_arguments, new_command, positive_flo
 from statecore.cli._output import print_json, stderr, stdout
 from statecore.cli._settings import Settings
 from statecore.core._errors import InvalidInputError, SessionStateError
+from statecore.core._models import validate_turn_id
 
 T = TypeVar("T")
 
@@ -48,6 +50,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=DEFAULT_RETRY_SECONDS,
         metavar="SECONDS",
         help="keep retrying a turn this long while the session cannot answer (default 300)",
+    )
+    p.add_argument(
+        "--turn-id",
+        type=turn_id_argument,
+        metavar="ID",
+        help="the first turn's id (to resend a turn that was not answered: it commits once)",
+    )
+    p.add_argument(
+        "--resend",
+        metavar="TEXT",
+        help="send TEXT as the first turn, before reading stdin (with --turn-id: a resend)",
     )
     opening = p.add_argument_group("when the session opens (ignored if it is already running)")
     opening.add_argument("--system-prompt", metavar="TEXT")
@@ -83,20 +96,25 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
     out = stdout()
     if interactive and not settings.json:
         stderr().print(f"chat with {args.agent}/{args.session}; /quit or Ctrl-D ends it")
+    first_turn_id: str | None = args.turn_id
+    resend: str | None = args.resend
     while True:
-        if interactive:
-            stderr().print("you> ", end="")
-        # A blocking read belongs in a thread: the event loop keeps serving the connection.
-        line = await asyncio.to_thread(sys.stdin.readline)
-        if not line:
-            return 0
-        content = line.rstrip("\r\n")
-        if content.strip() in QUIT:
-            return 0
-        if not content.strip():
-            continue
-        turn_id = f"cli-{uuid.uuid4().hex}"
-        waiting = WaitingLine(stderr(), turn_id)
+        if resend is not None:
+            content, resend = resend, None
+        else:
+            if interactive:
+                stderr().print("you> ", end="")
+            # A blocking read belongs in a thread: the event loop keeps serving the connection.
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                return 0
+            content = line.rstrip("\r\n")
+            if content.strip() in QUIT:
+                return 0
+            if not content.strip():
+                continue
+        turn_id, first_turn_id = first_turn_id or f"cli-{uuid.uuid4().hex}", None
+        waiting = WaitingLine(stderr(), turn_id, resend_command(args, content, turn_id))
         try:
             # send() retries transient failures (Temporal restarting included) with this same
             # turn id until --retry-for runs out (module docstring).
@@ -122,6 +140,21 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
             out.print(result.reply.content, markup=False)
 
 
+def turn_id_argument(value: str) -> str:
+    """A ``--turn-id``: what ``send`` accepts as a turn id."""
+    try:
+        return validate_turn_id(value)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from exc
+
+
+def resend_command(args: argparse.Namespace, content: str, turn_id: str) -> str:
+    """The ``statecore chat`` command line that sends ``content`` again as ``turn_id``."""
+    return shlex.join(
+        ["statecore", "chat", args.agent, args.session, "--turn-id", turn_id, "--resend", content]
+    )
+
+
 class WaitingLine:
     """One status line on stderr while a typed line waits for its answer.
 
@@ -129,9 +162,11 @@ class WaitingLine:
     (Temporal unreachable, the session busy). On a terminal it is one line redrawn in place;
     in a pipe a line is written only when the reason changes, never once per retry."""
 
-    def __init__(self, console: Console, turn_id: str) -> None:
+    def __init__(self, console: Console, turn_id: str, resend: str = "") -> None:
         self.console = console
         self.turn_id = turn_id
+        #: The command that sends the same line with the same turn id again.
+        self.resend = resend
         self.reason = "no answer yet"
         self.seconds_left: float | None = None
         self._status: Status | None = None
@@ -154,8 +189,9 @@ class WaitingLine:
             task.cancel()
             self._end()
             self.console.print(
-                f"gave up waiting for turn {self.turn_id}; it may still be answered (sending "
-                "the same turn id again is safe)",
+                f"gave up waiting for turn {self.turn_id}; it may still be answered. Sending "
+                "the same turn id again is safe (it commits once, and an answered turn "
+                f"returns its reply): {self.resend}",
                 markup=False,
             )
             raise

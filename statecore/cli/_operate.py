@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from statecore.cli._args import add_session_arguments, identifier, new_command, positive_int
 from statecore.cli._args import store_names as parse_store_names
+from statecore.cli._no_worker import answer_or_no_worker
 from statecore.cli._output import print_json, print_note, print_report, stdout
 from statecore.cli._settings import Settings
 from statecore.contract._session import AddHintInput, CompactInput, PauseInput, ResetInput
@@ -233,9 +234,10 @@ async def _on_workflow(
     sessions: AgentSessionClient, args: argparse.Namespace, work: Awaitable[T]
 ) -> T:
     """Run ``work`` against the session's workflow, telling a closed session (exit code 4:
-    a new message reopens it) from one that never existed (exit code 3)."""
+    a new message reopens it) from one that never existed (exit code 3), and a session no
+    worker serves (exit code 5, within a few seconds) from one that is slow to answer."""
     try:
-        return await work
+        return await answer_or_no_worker(sessions, args.agent, args.session, work)
     except SessionNotFoundError as exc:
         if await _has_workflow(sessions, args.agent, args.session):
             raise SessionClosedError(

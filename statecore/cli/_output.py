@@ -6,6 +6,7 @@ bundles can be piped while messages still reach the terminal.
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from typing import Any
@@ -20,8 +21,17 @@ from statecore.core._models import StateOperationResult
 PIPE_WIDTH = 160
 
 
+class _Console(Console):
+    """rich's Console, except that a closed pipe is left to ``statecore.cli._closed_pipe``
+    (rich would exit with status 1 itself)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of this command's output went away")
+
+
 def stdout() -> Console:
-    return Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
+    return _Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 
 def stderr() -> Console:

@@ -25,6 +25,7 @@ from statecore.core._limits import (
     DEFAULT_IDLE_CONTINUE_MIN_EVENTS,
     DEFAULT_IDLE_CONTINUE_SECONDS,
     DEFAULT_MAX_TURNS_PER_RUN,
+    DEFAULT_MODEL_ATTEMPTS,
     DEFAULT_SESSION_TTL_SECONDS,
     MAX_TURN_REQUEST_BYTES,
     MAX_TURNS_PER_RUN,
@@ -166,6 +167,11 @@ class SessionInput(OperatorInput):
     #: A model call's worker must report liveness this often; a dead worker's turn is retried
     #: on another worker after this long.
     model_heartbeat_seconds: float = Field(default=30.0, gt=0, le=3600)
+    #: A model call that keeps failing as transient (an endpoint down or overloaded) is tried
+    #: this many times, with backoff from 1 s to 30 s between attempts (about 2.5 minutes at
+    #: the default), then the turn fails with the last attempt's typed error
+    #: (ModelUnavailable) and the session takes its next turn as usual.
+    model_attempts: int = Field(default=DEFAULT_MODEL_ATTEMPTS, ge=1, le=1000)
     max_turns_per_run: int = Field(default=DEFAULT_MAX_TURNS_PER_RUN, ge=1, le=MAX_TURNS_PER_RUN)
     #: Continue as new after this many seconds without a turn or an operation, once per idle
     #: period (only a run that has taken turns or operations moves on); 0 never does.

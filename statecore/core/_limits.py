@@ -57,6 +57,9 @@ DEFAULT_MAX_TURNS_PER_RUN = 1000
 #: The most a session may ask for: each turn is one update, and the server refuses more than
 #: 2,000 updates in one run.
 MAX_TURNS_PER_RUN = 1900
+#: Attempts of one model call before its turn fails (SessionInput.model_attempts): about
+#: 2.5 minutes of backoff from 1 s to 30 s, then the turn fails typed and the session goes on.
+DEFAULT_MODEL_ATTEMPTS = 10
 #: A session that has taken turns and then hears nothing for this long continues as new, so
 #: its next turn, on a worker that no longer caches it, replays an almost empty run instead of
 #: everything since the run began (docs/operators.md, "Idle sessions start a new run").

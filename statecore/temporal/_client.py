@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -55,6 +56,7 @@ from statecore.core._errors import (
     PayloadTooLargeError,
     StatecoreError,
     TemporalRequestError,
+    UnknownAgentError,
     error_from_code,
     first_problem,
     validation_message,
@@ -69,6 +71,9 @@ from statecore.core._model_windows import context_budget
 from statecore.core._models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core._profile import SessionProfile, check_limit
 from statecore.errors import from_failure
+from statecore.temporal._exit_guard import release_native_clients_at_exit
+from statecore.temporal._queue_check import SessionQueueWarning, queue_mismatch_message
+from statecore.temporal._turn_wait import waiting_on
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
 #: SendMessageInput itself, here and in the workflow's validator).
@@ -78,6 +83,9 @@ LARGE_DATA_ADVICE = (
     "send large data by reference: write it to KV or scoped state (or another store, as a "
     "claim check) and send its key"
 )
+
+#: How long ``send`` waits for a session its refused first turn opened to end.
+SESSION_END_WAIT_SECONDS = 10.0
 
 log = logging.getLogger("statecore.temporal._client")
 
@@ -124,6 +132,9 @@ class AgentSessionClient:
         payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
         context_window: int | None = None,
     ) -> None:
+        release_native_clients_at_exit()  # see statecore.temporal._exit_guard
+        #: Sessions whose task queue ``send`` has compared with this client's.
+        self._queues_checked: set[tuple[str, str]] = set()
         self.client = client
         self.task_queue = validate_identifier(task_queue, "task_queue")
         self.namespace = validate_identifier(namespace, "namespace")
@@ -266,6 +277,7 @@ class AgentSessionClient:
                     id=turn_id,
                     result_type=TurnResult,
                 )
+                await self._check_queue_once(agent_id, session_id)
                 return result
             except (
                 WorkflowUpdateFailedError,
@@ -279,7 +291,10 @@ class AgentSessionClient:
                     # a cancelled send must stop, not retry.
                     raise asyncio.CancelledError from err
                 if not _transient(err) or loop.time() + delay > deadline:
-                    raise _typed(err) from err
+                    typed = _typed(err)
+                    if isinstance(typed, UnknownAgentError):
+                        await self._await_session_end(agent_id, session_id)
+                    raise typed from err
                 log.debug(
                     "turn %s of %s/%s refused for now (%s); sending again in %.2f s",
                     turn_id,
@@ -289,9 +304,49 @@ class AgentSessionClient:
                     delay,
                 )
                 if on_retry is not None:
-                    on_retry(_refusal_reason(err), deadline - loop.time())
+                    reason = _refusal_reason(err)
+                    if isinstance(err, WorkflowUpdateRPCTimeoutOrCancelledError):
+                        # Accepted, not answered yet: say what the turn is waiting on.
+                        reason = await self.waiting_on(agent_id, session_id) or reason
+                    on_retry(reason, deadline - loop.time())
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _check_queue_once(self, agent_id: str, session_id: str) -> None:
+        """Warn, once per session and client, when the session runs on another task queue
+        than this client's: a session stays on the queue it opened on, so its turns are
+        answered by that queue's workers (their models, their database), not this one's."""
+        key = (agent_id, session_id)
+        if key in self._queues_checked:
+            return
+        self._queues_checked.add(key)
+        with contextlib.suppress(RPCError):
+            running_on = (await self.handle(agent_id, session_id).describe()).task_queue
+            if running_on != self.task_queue:
+                text = queue_mismatch_message(
+                    f"{agent_id}/{session_id}", running_on, self.task_queue
+                )
+                log.warning("%s", text)
+                warnings.warn(text, SessionQueueWarning, stacklevel=3)
+
+    async def waiting_on(self, agent_id: str, session_id: str) -> str | None:
+        """What the session's unanswered turn waits on, if its model call's latest attempt
+        failed: the attempt, its typed failure and when the next attempt starts (from
+        Temporal's record of the pending call); None if nothing failed."""
+        return await waiting_on(self.handle(agent_id, session_id))
+
+    async def _await_session_end(self, agent_id: str, session_id: str) -> None:
+        """A session that its refused first turn opened ends with the refusal (a model no
+        worker has would refuse every later turn too): wait for that run to finish, at most
+        SESSION_END_WAIT_SECONDS, so the next send opens a new run instead of being told the
+        session is closing. A session that stays open is left at once."""
+        handle = self.handle(agent_id, session_id)
+        with contextlib.suppress(RPCError, WorkflowQueryFailedError, TimeoutError):
+            report: SessionReport = await handle.query(
+                "describe", DescribeInput(), result_type=SessionReport
+            )
+            if report.checkpoint.status == "closed":
+                await asyncio.wait_for(handle.result(), SESSION_END_WAIT_SECONDS)
 
     # --- operations --------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ The server never outlives the process that started it: on Linux the kernel kills
 parent dies (``PR_SET_PDEATHSIG``), however the parent ended. A server given a ``pid_file``
 records itself there; a later start that finds the port held by the server that file names
 (left over where the kernel guard does not exist, or from an older statecore) stops it and
-says so, and a port held by anything else is refused with the port and what to do.
+says so; one whose starting worker still runs is in use and is refused, naming both PIDs;
+and a port held by anything else is refused with the port and what to do.
 """
 
 from __future__ import annotations
@@ -151,6 +152,16 @@ class DevServer:
                 f"stop what runs there (`ss -ltnp 'sport = :{busy[0]}'` names it) or choose "
                 "other ports (--port / --ui-port)"
             )
+        owner = live_owner(leftover)
+        if owner is not None:
+            raise StatecoreError(
+                f"port {busy[0]} is held by the dev server (PID {leftover}) of a statecore "
+                f"worker that is still running (PID {owner}): it is not left over, so it is "
+                "left alone. Use that one (TEMPORAL_ADDRESS=127.0.0.1:"
+                f"{self.port}), stop it first, or run another copy on other ports "
+                "(TEMPORAL_ADDRESS=127.0.0.1:<port> scripts/dev.sh --ui-port <port> "
+                "--data-dir <dir>)"
+            )
         log.warning(
             "port %d is held by statecore's own dev server left over from an earlier run "
             "(PID %d, recorded in %s); stopping it and starting a new one",
@@ -230,6 +241,26 @@ def leftover_server(pid_file: str | None, ports: Sequence[int]) -> int | None:
     if b"start-dev" not in cmdline or str(record["port"]).encode() not in cmdline:
         return None
     return pid
+
+
+def live_owner(server_pid: int) -> int | None:
+    """The PID of the statecore process that started dev server ``server_pid`` if it still
+    runs (the server is then in use, not left over), else None.
+
+    A dev server is its starter's child (the orphan guard execs into it); a server whose
+    starter died was re-parented, to init or a subreaper that is no statecore process."""
+    try:
+        stat = Path(f"/proc/{server_pid}/stat").read_text()
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        cmdline = Path(f"/proc/{parent}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return None
+    if parent in (0, 1, os.getpid()) or not _alive(parent):
+        return None
+    programs = {os.path.basename(arg) for arg in cmdline.split(b"\0")[:3]}
+    if not programs & {b"statecore", b"worker.py"}:
+        return None  # not a statecore worker (a test harness, a shell): nothing to protect
+    return parent
 
 
 def stop_process_group(pid: int, *, within: float) -> None:

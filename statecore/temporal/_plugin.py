@@ -41,6 +41,7 @@ from statecore.store import check_database_url, open_store
 from statecore.store._base import StateStore
 from statecore.temporal._agent_registry import agent_runners
 from statecore.temporal._converter import adjust_data_converter
+from statecore.temporal._exit_guard import release_native_clients_at_exit
 
 PLUGIN_NAME = "statecore"
 
@@ -134,6 +135,7 @@ class StatecorePlugin(SimplePlugin):
         if codec is not None and not isinstance(codec, PayloadCodec):
             raise ValueError("codec must be a temporalio.converter.PayloadCodec")
         counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
+        release_native_clients_at_exit()  # see statecore.temporal._exit_guard
         self.resources = WorkerResources(
             models=dict(models) if models else {"default": OfflineModel()},
             counter=counter,

@@ -32,6 +32,7 @@ from statecore.temporal._connection import ConnectionConfig
 from statecore.temporal._dev_stack import dev_server_for, next_steps, start_ui_codec_server
 from statecore.temporal._devserver import DevServer
 from statecore.temporal._plugin import StatecorePlugin
+from statecore.temporal._server_watch import DevServerGoneError, watch_dev_server
 from statecore.temporal._worker_config import WorkerConfig
 
 log = logging.getLogger("statecore.worker")
@@ -149,6 +150,7 @@ async def _run(
 ) -> None:
     tracing: Tracing | None = None
     server: DevServer | None = None
+    watch: asyncio.Task[str] | None = None
     codec_server: Any = None
     connection = config.connection
     _prepare_directories(config)
@@ -207,8 +209,14 @@ async def _run(
             config.model,
         )
         ready_note = next_steps(config, server, codec_server) if server is not None else None
+        if server is not None:
+            watch = asyncio.create_task(watch_dev_server(server, stop))
         await poll_until_stopped(worker, plugin_of(client, plugin), stop, polling, ready_note)
+        if watch is not None and watch.done():
+            raise DevServerGoneError(watch.result())
     finally:
+        if watch is not None and not watch.done():
+            watch.cancel()
         if tracing is not None:
             tracing.shutdown()
         if server is not None:

@@ -7,6 +7,7 @@ outages delay a turn instead of failing it. Sandbox-safe: temporalio and pure mo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -48,6 +49,11 @@ MODEL_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
 )
+
+
+def model_retry_policy(attempts: int) -> RetryPolicy:
+    """MODEL_RETRY, limited to ``attempts`` tries of the call."""
+    return dataclasses.replace(MODEL_RETRY, maximum_attempts=attempts)
 
 
 

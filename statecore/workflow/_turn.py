@@ -48,7 +48,7 @@ from statecore.contract._activities import (
     OrchestrationOp,
 )
 from statecore.contract._session import CompactInput, ResetInput
-from statecore.core._limits import MAX_ACTIVITY_INPUT_BYTES
+from statecore.core._limits import DEFAULT_MODEL_ATTEMPTS, MAX_ACTIVITY_INPUT_BYTES
 from statecore.core._models import (
     Message,
     SessionRef,
@@ -59,9 +59,9 @@ from statecore.core._models import (
 from statecore.core._profile import SessionProfile
 from statecore.workflow import _control as control
 from statecore.workflow._activity_calls import (
-    MODEL_RETRY,
     SQL_RETRY,
     checked,
+    model_retry_policy,
     reraise_activity_error,
 )
 from statecore.workflow._buffers import TurnFlow, TurnKV, TurnState
@@ -84,6 +84,7 @@ class TurnSession:
         sql_schedule_timeout: timedelta = timedelta(minutes=10),
         model_timeout: timedelta = timedelta(minutes=2),
         model_heartbeat: timedelta = timedelta(seconds=30),
+        model_attempts: int = DEFAULT_MODEL_ATTEMPTS,
     ) -> None:
         self.ref = ref
         self.profile = profile or SessionProfile()
@@ -93,6 +94,8 @@ class TurnSession:
         self.sql_schedule_timeout = sql_schedule_timeout
         self.model_timeout = model_timeout
         self.model_heartbeat = model_heartbeat
+        #: Attempts of a model call that fails as transient before the turn fails with it.
+        self.model_retry = model_retry_policy(model_attempts)
         #: The number of the last committed turn; the next turn gets ``turn_number + 1``.
         self.turn_number = 0
         #: Turn blocks of this session open now (reset and compact run between turns).
@@ -153,7 +156,7 @@ class TurnSession:
                 result_type=GenerateResult,
                 start_to_close_timeout=self.model_timeout,
                 heartbeat_timeout=self.model_heartbeat,
-                retry_policy=MODEL_RETRY,
+                retry_policy=self.model_retry,
             )
             return result
         except ActivityError as err:

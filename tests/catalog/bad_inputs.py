@@ -121,8 +121,11 @@ REFERENCES: list[Reference] = [
     Reference(
         "OpenAI Agents SDK agents as turns (`StatecorePlugin(agents=...)`)",
         "tests/temporal/test_openai_agent_turns.py,"
-        " tests/integrations/openai_agents/test_agent_turn_activity.py",
-        "a session naming an agent or model the worker does not have (`UnknownAgent`); a run"
-        " that raises in a tool (`AgentRunFailed`): nothing stored, the next turn commits",
+        " tests/integrations/openai_agents/test_agent_turn_activity.py,"
+        " tests/temporal/test_send_options.py",
+        "a session naming an agent or model the worker does not have (`UnknownAgent`, naming"
+        " the ones it has; a session that refused turn opened ends with it, so the next send,"
+        " naming another model or none, is answered); a run that raises in a tool"
+        " (`AgentRunFailed`): nothing stored, the next turn commits",
     ),
 ]

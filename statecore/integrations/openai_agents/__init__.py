@@ -14,11 +14,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
     ) from exc
 
 from statecore.core._errors import AgentRunError, UnknownAgentError
+from statecore.integrations.openai_agents._offline import OfflineAgentModel
 from statecore.integrations.openai_agents._session import StatecoreSession, TurnBoundSession
 from statecore.integrations.openai_agents._turns import OpenAIAgentTurn
 
 __all__ = [
     "AgentRunError",
+    "OfflineAgentModel",
     "OpenAIAgentTurn",
     "StatecoreSession",
     "TurnBoundSession",
