@@ -100,11 +100,13 @@ PATCH_SPARSE_TURN_ATTRIBUTE = "statecore-sparse-turn-search-attribute"
 PATCH_IDLE_CONTINUE = "statecore-idle-continue-as-new"
 
 #: Bytes of message text the send_message validator counts in tokens in one workflow task
-#: (two of the largest messages, well under a second). Counting runs inside the task, which
-#: the SDK fails when it does not yield within 2 s, and Temporal delivers up to 10 updates
-#: in one task; past this the validator admits, and the turn's model activity refuses a
+#: (one of the largest messages: about 0.25 s of one free core for the slowest text to
+#: count). Counting runs inside the task, which the SDK fails when it does not yield within
+#: 2 s, and Temporal delivers up to 10 updates in one task; the margin is for a worker whose
+#: cores are shared (with two per task, eight such messages sent at once stalled a session
+#: on a machine loaded several times over). Past this the validator admits, and the turn's model activity refuses a
 #: message that can never fit, by the same rule.
-MAX_COUNTED_BYTES_PER_TASK = 1024 * 1024
+MAX_COUNTED_BYTES_PER_TASK = 512 * 1024
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
     SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
