@@ -104,8 +104,8 @@ PATCH_IDLE_CONTINUE = "statecore-idle-continue-as-new"
 #: count). Counting runs inside the task, which the SDK fails when it does not yield within
 #: 2 s, and Temporal delivers up to 10 updates in one task; the margin is for a worker whose
 #: cores are shared (with two per task, eight such messages sent at once stalled a session
-#: on a machine loaded several times over). Past this the validator admits, and the turn's model activity refuses a
-#: message that can never fit, by the same rule.
+#: on a machine loaded several times over). Past this the validator admits, and the turn's
+#: model activity refuses a message that can never fit, by the same rule.
 MAX_COUNTED_BYTES_PER_TASK = 512 * 1024
 
 _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
