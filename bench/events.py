@@ -34,12 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.environment import machine_info  # noqa: E402
 from statecore.contract._activities import CommitTurnInput, KVOp, StateOp  # noqa: E402
-from statecore.core import turn_commit  # noqa: E402
 from statecore.core._models import Message, SessionRef, TokenUsage  # noqa: E402
+from statecore.operations import _turn_commit as turn_commit  # noqa: E402
 from statecore.store._feed import follow_events  # noqa: E402
 from statecore.store._migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore, turn_finish  # noqa: E402
+from statecore.store.sql import SqlStateStore  # noqa: E402
 from statecore.store.sql import _events as sql_events  # noqa: E402
+from statecore.store.sql import _turn_finish as turn_finish  # noqa: E402
 from statecore.store.sql._events import SqlEventStore  # noqa: E402
 from tests.dbs import fresh_database, server_down_reason  # noqa: E402
 

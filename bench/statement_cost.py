@@ -35,7 +35,8 @@ from bench.environment import machine_info  # noqa: E402
 from bench.profile_turn import database  # noqa: E402
 from statecore.core._models import SessionRef  # noqa: E402
 from statecore.store._migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore, direct  # noqa: E402
+from statecore.store.sql import SqlStateStore  # noqa: E402
+from statecore.store.sql import _direct as direct  # noqa: E402
 from statecore.store.sql._context import SqlContext, select_session  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -24,12 +24,13 @@ Where the code appears:
 
 - updates (`send_message`, `reset_state`, `compact_state`, `describe_state`) and turns of
   the turn API fail with a Temporal `ApplicationError` whose `type` is the code;
-  `AgentSessionClient` raises the matching `statecore.core._errors` class;
+  `AgentSessionClient` raises the matching statecore error class (exported from
+  `statecore`);
 - signals cannot answer: the rejection (operation, code, message) is recorded in the
   `rejections` list of the `describe` report and logged;
 - a failed `describe` query carries only a message, which starts with the code;
-- library calls (`AgentSessionClient`, bundle import) raise the `statecore.core._errors` class,
-  whose `code` attribute is the code.
+- library calls (`AgentSessionClient`, bundle import) raise the statecore error class
+  (exported from `statecore`), whose `code` attribute is the code.
 
 None of these requests is retryable as it is: change it as the last column says.
 """

@@ -85,6 +85,8 @@ class UserFailureConverter(DefaultFailureConverter):
 #: Fields Temporal keeps readable by the server (indexed for visibility), never encoded by a
 #: payload codec: statecore's search attributes live there, and nothing secret does.
 UNENCODED_FIELDS = {"search_attributes"}
+#: Marker details the SDK writes itself, never through a codec: bookkeeping, no user data.
+SDK_MARKER_DETAILS = {"data", "patch-data"}
 
 
 def _payloads(message: ProtoMessage) -> Iterator[Payload]:
@@ -101,8 +103,13 @@ def _payloads(message: ProtoMessage) -> Iterator[Payload]:
         # A repeated field or a map of messages.
         if hasattr(value, "items"):
             # A local activity's marker keeps the SDK's own bookkeeping (sequence, attempt,
-            # activity type) under "data", unencoded; its result is under "result".
-            items = [v for k, v in value.items() if not (field.name == "details" and k == "data")]
+            # activity type) under "data", unencoded; its result is under "result". A patch
+            # marker (workflow.patched) holds only the patch's name, written by the SDK's core.
+            items = [
+                v
+                for k, v in value.items()
+                if not (field.name == "details" and k in SDK_MARKER_DETAILS)
+            ]
         else:
             items = list(value)
         for item in items:

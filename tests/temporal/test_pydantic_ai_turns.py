@@ -177,9 +177,13 @@ async def test_an_unknown_agent_name_is_refused_and_the_session_goes_on(
     with pytest.raises(UnknownAgentError, match="no-such-agent"):
         await a.sessions.send(a.desk, "s5", "hi", turn_id="u1", model="no-such-agent")
     assert await a.log(a.desk, "s5") == []
+    # The session that refused turn opened has ended with it (its model would refuse every
+    # turn), its state kept; the next send opens it again on the default agent and is answered.
     report = await a.sessions.describe(a.desk, "s5")
-    assert report.checkpoint is not None and report.checkpoint.status == "active"
+    assert report.checkpoint is not None and report.checkpoint.status == "closed"
     assert report.checkpoint.turn == 0
+    again = await a.sessions.send(a.desk, "s5", "again", turn_id="u3")
+    assert again.turn == 1 and again.reply.content == "echo: again"
     # The worker's other sessions are untouched.
     ok = await a.sessions.send(a.desk, "s5-ok", "again", turn_id="u2")
     assert ok.reply.content == "echo: again" and ok.turn == 1
