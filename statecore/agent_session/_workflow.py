@@ -144,6 +144,8 @@ class AgentSession:
         # One turn or control operation at a time, in arrival order.
         self._lock = asyncio.Lock()
         self._rejections: deque[Rejection] = deque(input.rejections, maxlen=RECENT_REJECTIONS)
+        #: The turn being answered and since when, for the current details (no history).
+        self._answering: tuple[str, datetime] | None = None
         self._stores: list[StateStoreReport] = []
         self._turns_this_run = 0
         #: Turns and SQL operations this run has run: an idle run without any stays put.
@@ -345,6 +347,8 @@ class AgentSession:
             self._turns_this_run += 1
             self._work_this_run += 1
             self._last_activity = workflow.now()
+            self._answering = (input.turn_id, workflow.now())
+            self._show()
             try:
                 async with self._session.turn(input.turn_id) as turn:
                     turn.append(input.to_message())
@@ -352,6 +356,8 @@ class AgentSession:
             except ApplicationError as err:
                 self._forget_unknown_model(err)
                 raise
+            finally:
+                self._answering = None
             commit = out.commit
             assert commit is not None
             if out.budget is not None:
@@ -838,6 +844,14 @@ class AgentSession:
             lines.append(f"paused: {cp.pause_reason}")
         if cp.last_operation:
             lines.append(f"last: {cp.last_operation}")
+        if self._answering is not None:
+            turn_id, since = self._answering
+            # The model call's attempts, its latest failure and the next attempt's time are
+            # Temporal's own record of the pending activity, shown beside these details.
+            lines.append(
+                f"answering turn {turn_id} since {since:%H:%M:%S} UTC; a failing model call "
+                "shows its attempt and error under Pending Activities"
+            )
         if self._rejections:
             last = self._rejections[-1]
             lines.append(f"last rejection: {last.operation} - {last.code}: {last.message}")

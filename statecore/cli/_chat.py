@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import shlex
 import sys
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -34,6 +35,8 @@ QUIT = {"/quit", "/exit"}
 DEFAULT_RETRY_SECONDS = 300.0
 #: A line unanswered this long gets a status line saying it is waiting.
 SHOW_WAITING_AFTER_SECONDS = 2.0
+#: How long the status line waits for Temporal to say what the turn waits on.
+PROBE_SECONDS = 5.0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,7 +117,12 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
             if not content.strip():
                 continue
         turn_id, first_turn_id = first_turn_id or f"cli-{uuid.uuid4().hex}", None
-        waiting = WaitingLine(stderr(), turn_id, resend_command(args, content, turn_id))
+        waiting = WaitingLine(
+            stderr(),
+            turn_id,
+            resend_command(args, content, turn_id),
+            probe=functools.partial(sessions.waiting_on, args.agent, args.session),
+        )
         try:
             # send() retries transient failures (Temporal restarting included) with this same
             # turn id until --retry-for runs out (module docstring).
@@ -159,14 +167,23 @@ class WaitingLine:
     """One status line on stderr while a typed line waits for its answer.
 
     It appears once the answer takes longer than SHOW_WAITING_AFTER_SECONDS and says why
-    (Temporal unreachable, the session busy). On a terminal it is one line redrawn in place;
-    in a pipe a line is written only when the reason changes, never once per retry."""
+    (Temporal unreachable, the session busy, the model call's latest failed attempt, asked
+    of Temporal through ``probe`` each time the line is redrawn). On a terminal it is one
+    line redrawn in place; in a pipe a line is written only when the reason changes, never
+    once per retry."""
 
-    def __init__(self, console: Console, turn_id: str, resend: str = "") -> None:
+    def __init__(
+        self,
+        console: Console,
+        turn_id: str,
+        resend: str = "",
+        probe: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
         self.console = console
         self.turn_id = turn_id
         #: The command that sends the same line with the same turn id again.
         self.resend = resend
+        self.probe = probe
         self.reason = "no answer yet"
         self.seconds_left: float | None = None
         self._status: Status | None = None
@@ -184,6 +201,7 @@ class WaitingLine:
                 done, _ = await asyncio.wait({task}, timeout=SHOW_WAITING_AFTER_SECONDS)
                 if done:
                     return task.result()
+                await self._ask_probe()
                 self._show()
         except asyncio.CancelledError:
             task.cancel()
@@ -197,6 +215,16 @@ class WaitingLine:
             raise
         finally:
             self._end()
+
+    async def _ask_probe(self) -> None:
+        if self.probe is None:
+            return
+        try:
+            reason = await asyncio.wait_for(self.probe(), PROBE_SECONDS)
+        except TimeoutError:
+            return  # Temporal is slow to describe the session; the line keeps its reason
+        if reason:
+            self.reason = reason
 
     def _text(self, *, live: bool) -> str:
         left = (

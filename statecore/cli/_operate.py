@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from statecore.cli._args import add_session_arguments, identifier, new_command, positive_int
 from statecore.cli._args import store_names as parse_store_names
 from statecore.cli._no_worker import answer_or_no_worker
-from statecore.cli._output import print_json, print_note, print_report, stdout
+from statecore.cli._output import jsonable, print_json, print_note, print_report, stdout
 from statecore.cli._settings import Settings
 from statecore.contract._session import AddHintInput, CompactInput, PauseInput, ResetInput
 from statecore.core._errors import ResetRefusedError, SessionClosedError, SessionNotFoundError
@@ -106,10 +106,15 @@ async def describe(args: argparse.Namespace, settings: Settings) -> int:
             sessions.describe(args.agent, args.session, include_data=args.data), "describe"
         ),
     )
+    # A turn that waits on a failing model call: its attempt, error and next attempt, from
+    # Temporal's record of the pending call (the report itself holds committed state only).
+    waiting = await sessions.waiting_on(args.agent, args.session)
     if settings.json:
-        print_json(report)
+        print_json({**jsonable(report), "waiting_on": waiting} if waiting else report)
     else:
         print_report(report, title=f"{args.agent}/{args.session}")
+        if waiting:
+            stdout().print(f"waiting on: {waiting}", markup=False)
         if args.data:
             print_store_data(report)
     return 0
