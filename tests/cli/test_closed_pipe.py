@@ -1,4 +1,6 @@
-"""A reader that goes away is not an outage: ``statecore events | head -1`` ends quietly.
+"""A reader that goes away is not an outage: ``statecore events | head -1`` ends quietly, and
+so does every other command that prints more than a pipe holds (``export`` to stdout,
+``describe --db --data``).
 
 Run through a real shell pipeline, as a user types it; ``PIPESTATUS`` gives statecore's own
 exit code. The reader closes after one line, while statecore still has lines to write."""
@@ -23,11 +25,11 @@ REF = SessionRef(namespace="pipe", agent_id="planner", session_id="p1")
 TURNS = 400  # events enough to overflow the pipe's buffer after the reader has gone
 
 
-async def _pipeline(command: str) -> tuple[int, str, str]:
+async def _pipeline(command: str, reader: str = "head -1") -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         "bash",
         "-c",
-        f'{command} | head -1; echo "status=${{PIPESTATUS[0]}}" >&2',
+        f'{command} | {reader}; echo "status=${{PIPESTATUS[0]}}" >&2',
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=cli_environment(),
@@ -83,3 +85,28 @@ async def test_a_real_outage_still_reports_itself() -> None:
     status, _out, err = await _pipeline(command)
     assert status == EXIT_UNREACHABLE, err
     assert '"Unreachable"' in err or "Unreachable" in err
+
+
+#: Commands that print the stored session (400 turns: over 150 KB, several pipe buffers)
+#: from the database alone. A bundle is one line, so its reader stops after 1,000 bytes.
+PRINTING = {
+    "export": ["export", REF.agent_id, REF.session_id],
+    "describe-data": ["describe", "--db", "--data", REF.agent_id, REF.session_id],
+}
+READERS = {"export": "head -c 1000"}
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+@pytest.mark.parametrize("command", sorted(PRINTING))
+async def test_every_printing_command_ends_quietly_when_its_reader_goes(
+    feed_url: str, command: str, as_json: bool
+) -> None:
+    flags = ["--json"] if as_json else []
+    line = shlex.join(
+        [STATECORE, "--database-url", feed_url, "--state-namespace", "pipe", *flags]
+        + PRINTING[command]
+    )
+    status, out, err = await _pipeline(line, READERS.get(command, "head -1"))
+    assert len(out.splitlines()) == 1 and len(out) <= 1000, out
+    assert status == EXIT_OK, (status, err)
+    assert err.strip() == "", err
