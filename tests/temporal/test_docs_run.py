@@ -95,7 +95,8 @@ async def test_a_doc_block_naming_postgresql_runs_on_it(
         await run_block(block, dev_server, tmp_path, url)
 
 
-async def run_block(block: Block, server: DevServer, folder: Path, database_url: str) -> None:
+async def run_block(block: Block, server: DevServer, folder: Path, database_url: str) -> str:
+    """Run ``block`` as a program; returns what it printed."""
     # No top-level await: a block is a program, not a REPL fragment.
     compile(block.code, block.name, "exec")
     # A doc's program split over files names each file on its block's first line
@@ -137,6 +138,27 @@ async def run_block(block: Block, server: DevServer, folder: Path, database_url:
     text = out.decode(errors="replace")
     assert proc.returncode == 0, f"{block.name} exited {proc.returncode}:\n{text[-3000:]}"
     assert "Traceback" not in text, f"{block.name}:\n{text[-3000:]}"
+    return text
+
+
+async def test_the_feed_example_run_after_the_plan_example_prints_its_events(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    """docs/shared_state.md, as a reader runs it: the plan example, then the feed example on
+    the same database, which prints the plan's committed changes (not nothing)."""
+    page = [b for b in RUNNABLE if b.doc.name == "shared_state.md"]
+    [plan] = [b for b in page if b.code.startswith("# run_plan_example.py")]
+    [feed] = [b for b in page if "read_events(" in b.code]
+    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    await run_block(plan, dev_server, tmp_path, url)
+    printed = await run_block(feed, dev_server, tmp_path, url)
+    events = [line.split() for line in printed.splitlines() if line[:1].isdigit()]
+    # The plan's state, the planner's share and the writer's step through it, in order.
+    assert [(kind, agent) for _seq, kind, agent in events] == [
+        ("state", "planner"),
+        ("share", "planner"),
+        ("share", "writer"),
+    ], printed
 
 
 async def end_sessions_left_on(server: DevServer, queue: str) -> None:
