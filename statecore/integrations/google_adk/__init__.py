@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a bare environment
     ) from exc
 
 from statecore.integrations.google_adk._errors import ADKSessionExistsError, StaleADKSessionError
+from statecore.integrations.google_adk._offline import OfflineLlm
 from statecore.integrations.google_adk._session_service import StatecoreSessionService
 
-__all__ = ["ADKSessionExistsError", "StaleADKSessionError", "StatecoreSessionService"]
+__all__ = ["ADKSessionExistsError", "OfflineLlm", "StaleADKSessionError", "StatecoreSessionService"]

@@ -34,7 +34,34 @@ def test_the_standalone_examples_print_what_the_doc_says(tmp_path: Path) -> None
     assert shown is not None
     assert printed == shown.group(1)
     assert run_block(blocks[1], tmp_path, "agent").split("\n")[:2] == [
-        "you said: hello",
+        'You said: "hello"',
         "2 events",
     ]
     assert (tmp_path / "adk-sessions.db").exists() and (tmp_path / "adk-agent.db").exists()
+
+
+def test_the_offline_model_answers_the_newest_user_text_and_calls_no_tool() -> None:
+    import asyncio
+
+    from google.adk.models.llm_request import LlmRequest
+    from google.genai import types
+
+    from statecore.integrations.google_adk import OfflineLlm
+
+    request = LlmRequest(
+        contents=[
+            types.Content(role="user", parts=[types.Part(text="first")]),
+            types.Content(role="model", parts=[types.Part(text="ok")]),
+            types.Content(role="user", parts=[types.Part(text="second"), types.Part(text="ask")]),
+        ]
+    )
+
+    async def answers() -> list[str]:
+        out = []
+        async for response in OfflineLlm().generate_content_async(request):
+            assert response.content is not None and response.content.parts
+            assert not any(p.function_call for p in response.content.parts)
+            out.append(response.content.parts[0].text or "")
+        return out
+
+    assert asyncio.run(answers()) == ['You said: "second ask"']
