@@ -7,14 +7,35 @@ import json
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 import statecore
+import statecore.errors
+from tests import public_stub
 
 
 def test_all_lists_exactly_the_exports_and_the_version() -> None:
     assert set(statecore.__all__) == set(statecore._EXPORTS) | {"__version__"}
     assert len(statecore.__all__) == len(set(statecore.__all__))
+
+
+def test_the_face_names_each_export_once() -> None:
+    """statecore/__init__.py lists a name once (its table); the error tree's names only in
+    statecore.errors."""
+    source = Path(statecore.__file__).read_text()
+    for name in statecore._EXPORTS:
+        assert source.count(f'"{name}"') <= 1, name
+    errors = set(statecore.errors.__all__) - {"ERRORS_BY_CODE"}
+    assert errors <= set(statecore._EXPORTS)
+    assert not any(f'"{name}"' in source for name in errors)
+
+
+def test_the_type_checkers_stub_is_current() -> None:
+    assert public_stub.STUB.read_text() == public_stub.render(), (
+        "statecore/__init__.pyi is stale: run python -m tests.public_stub"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(statecore._EXPORTS))
