@@ -26,9 +26,10 @@ from statecore.operations._turn_commit import snapshot
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SqlContext, select_session
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation import _insert_messages
 from statecore.store.sql._message_rows import stored_columns
+from statecore.store.sql._session_header import select_session
 from tests.dbs import fresh_database, server_down_reason
 
 REF = SessionRef(namespace="direct", agent_id="agent", session_id="s1")

@@ -3,64 +3,43 @@ timestamp, the token counter, and the session header rows it has read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import (
-    CTE,
-    ColumnElement,
-    Select,
-    Text,
-    Update,
-    bindparam,
-    cast,
-    exists,
-    literal_column,
-    select,
-    update,
-)
+from sqlalchemy import Update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from statecore.core._errors import SessionNotFoundError, StatecoreError, StateTooLargeError
 from statecore.core._limits import MAX_STATE_BYTES
-from statecore.core._models import SessionInfo, SessionRef
+from statecore.core._models import SessionRef
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import RestartTransaction
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._header_memo import HeaderMemo, HeaderMemos
-from statecore.store.sql._schema import hints, messages, sessions, turn_records
+from statecore.store.sql._header_memo import Along, DeferredTurn, HeaderMemo, HeaderMemos
+from statecore.store.sql._session_header import (
+    HAS_HINTS,
+    HAS_TURN_MESSAGES,
+    SESSION_COLUMNS,
+    SNAPSHOT_IS_CURRENT,
+    TURN_RECORD,
+    SessionRow,
+    lock_session_for_turn_statement,
+    lock_session_statement,
+    select_session,
+    select_session_for_turn,
+    select_session_for_turn_with_window,
+    turn_params,
+    update_session_returning_base,
+    update_session_statement,
+    window_rows,
+)
+from statecore.store.sql._transaction_memory import TransactionMemory
 from statecore.store.sql._window_cache import SessionKey, WindowCache
 
-T = TypeVar("T")
-#: A data-modifying CTE sent with a header UPDATE: its prebuilt builder, its bind parameters.
-Along = tuple[Callable[[], CTE], dict[str, Any]]
-#: The header's column names, as a header row holds them.
-SESSION_COLUMNS = tuple(sessions.c.keys())
 
-
-class SessionRow(SimpleNamespace):
-    """A session's header row (the ``sessions`` columns as attributes), as this transaction
-    last read or wrote it."""
-
-
-@dataclass
-class DeferredTurn:
-    """A turn commit whose writes are held back to be sent in one statement
-    (``SqlContext.defer_turn``): the memo it started from and, once the append has run,
-    the header's new values and the appended messages' bind parameters."""
-
-    key: SessionKey
-    pk: int
-    memo: HeaderMemo
-    header: dict[str, Any] | None = None
-    along: Along | None = None
-
-
-class SqlContext:
+class SqlContext(TransactionMemory):
     """One open transaction. Store functions run their statements here and never commit:
     ``SqlStateStore.transaction()`` commits or rolls back the whole block."""
 
@@ -76,6 +55,7 @@ class SqlContext:
         read_only: bool = False,
         memos: HeaderMemos | None = None,
     ) -> None:
+        super().__init__()
         self._conn = conn
         self._read_only = read_only
         #: The store's header memos (PostgreSQL, transactions that may write): see
@@ -96,33 +76,12 @@ class SqlContext:
         #: The store's cache of context windows; only read-only transactions get it.
         self.windows = windows
         self.open = True
-        # Sessions whose header row this transaction has locked (locks last until commit)
-        # or found absent: either way there is nothing more to ask the database.
-        self._sessions_locked: set[SessionKey] = set()
-        # Header rows read in this transaction, kept current by update_session. A turn asks
-        # for its session's row from every module it touches (log, summary, hints, window,
-        # orchestration); one read serves them all.
-        self._session_rows: dict[SessionKey, SessionRow] = {}
-        # Header values written by touch_session and not yet sent, by header primary key.
-        self._touches: dict[int, dict[str, Any]] = {}
         # The driver that runs prebuilt statements directly on SQLite and PostgreSQL (see
         # direct), decided at the first statement: False until then, None where SQLAlchemy
         # runs them all.
         self._driver: direct.Driver | bool | None = False
         # A read-only block whose plain reads need no server transaction (direct.run).
         self._reads_outside = False
-        # Sessions this transaction found without hints (read_for_turn).
-        self._hintless: set[int] = set()
-        # Turns (header primary key, turn id) this transaction found without messages while
-        # holding the write lock (read_for_turn on SQLite). See ``turn_has_no_messages``.
-        self._turns_without_messages: set[tuple[int, str]] = set()
-        # What ``append_to_log`` learnt of a session's window, by header primary key: the
-        # window start it asked about and the log's running token total before the first
-        # message there (None: no such message). See ``window_base``.
-        self._window_bases: dict[int, tuple[int, int | None]] = {}
-        # The message rows read_for_turn brought along, by header primary key: the cached
-        # window's anchor seq they start at, and the rows (see ``prefetched_window``).
-        self._prefetched: dict[int, tuple[int, list[dict[str, Any]]]] = {}
 
     @property
     def conn(self) -> AsyncConnection:
@@ -205,7 +164,7 @@ class SqlContext:
         turn of a session without hints does not list them (``has_no_hints``), and, on a
         server database when this process holds a window of the session, the rows from that
         window's newest message on, which the window read then takes (``prefetched_window``)."""
-        params: dict[str, Any] = _turn_params(ref, turn_id)
+        params: dict[str, Any] = turn_params(ref, turn_id)
         key = (ref.namespace, ref.agent_id, ref.session_id)
         # On SQLite the transaction holds the write lock (or its snapshot) from here on,
         # so whether the turn has messages yet stays true until it writes some itself.
@@ -226,18 +185,18 @@ class SqlContext:
             rows = (await self.execute(statement, params)).all()
             found = rows[0] if rows else None
             if found is not None and found.id == anchor[0]:
-                self._prefetched[found.id] = (anchor[1], _window_rows(rows))
+                self._prefetched[found.id] = (anchor[1], window_rows(rows))
         if found is None:
             return None  # no such session, so no such turn
         columns = found._mapping
         row = self.keep_session_row(key, columns)
-        if columns[_HAS_HINTS]:
+        if columns[HAS_HINTS]:
             self._hintless.discard(row.id)
         else:
             self._hintless.add(row.id)
-        if on_sqlite and not columns[_HAS_TURN_MESSAGES]:
+        if on_sqlite and not columns[HAS_TURN_MESSAGES]:
             self._turns_without_messages.add((row.id, turn_id))
-        record: str | None = columns[_TURN_RECORD]
+        record: str | None = columns[TURN_RECORD]
         return record
 
     async def find_session_for_turn(self, ref: SessionRef, turn_id: str) -> SessionRow | None:
@@ -259,7 +218,7 @@ class SqlContext:
         ):
             return await self.find_session_row(ref, lock=True)
         self._check_open()
-        params = _turn_params(ref, turn_id)
+        params = turn_params(ref, turn_id)
         statement = lock_session_for_turn_statement(dialect == "postgresql")
         found = (await self.execute(statement, params)).first()
         if found is None:
@@ -268,8 +227,8 @@ class SqlContext:
         columns = found._mapping
         row = self.keep_session_row(key, columns)
         self.note_session_locked(*key)
-        certain = dialect == "sqlite" or columns[_SNAPSHOT_IS_CURRENT]
-        if certain and not columns[_HAS_TURN_MESSAGES]:
+        certain = dialect == "sqlite" or columns[SNAPSHOT_IS_CURRENT]
+        if certain and not columns[HAS_TURN_MESSAGES]:
             self._turns_without_messages.add((row.id, turn_id))
         return row
 
@@ -377,51 +336,6 @@ class SqlContext:
         columns = {name: getattr(row, name) for name in SESSION_COLUMNS}
         return HeaderMemo(columns=columns, xmin=xmin, window_start=start, window_base=base)
 
-    def prefetched_window(self, session_pk: int, first_seq: int) -> list[dict[str, Any]] | None:
-        """The session's non-retracted message rows from seq ``first_seq`` on, ascending, as
-        ``read_for_turn`` read them beside the header (one snapshot with it), or None when
-        it read none from there. Taken once: a second read asks SQL again."""
-        found = self._prefetched.pop(session_pk, None)
-        if found is None or found[0] != first_seq:
-            return None
-        return found[1]
-
-    def turn_has_no_messages(self, session_pk: int, turn_id: str) -> bool:
-        """Whether this transaction saw, holding the session's lock (SQLite's write lock, or
-        the header's row lock: ``find_session_for_turn``), that the turn has no messages,
-        and has written none of its messages since (``messages_written``)."""
-        return (session_pk, turn_id) in self._turns_without_messages
-
-    def messages_written(self, session_pk: int, turn_id: str) -> None:
-        """Note that messages of the turn were written in this transaction."""
-        self._turns_without_messages.discard((session_pk, turn_id))
-
-    def has_no_hints(self, session_pk: int) -> bool:
-        """Whether this transaction saw that the session has no hints and added none since.
-
-        Like the header row it comes with, this is the transaction's view as of that read:
-        a hint another transaction commits later shows from the session's next transaction
-        on (a hint was never ordered against a turn: adding one takes no lock)."""
-        return session_pk in self._hintless
-
-    def hints_added(self, session_pk: int) -> None:
-        """Note that hints were written for the session in this transaction."""
-        self._hintless.discard(session_pk)
-
-    def cached_session_row(self, ref: SessionRef) -> SessionRow | None:
-        """The header row an unlocked read would be answered with, without asking SQL."""
-        return self._session_rows.get((ref.namespace, ref.agent_id, ref.session_id))
-
-    def keep_session_row(self, key: SessionKey, columns: Mapping[str, Any]) -> SessionRow:
-        """Keep a header row read without its lock (by ``select_session(False)`` or a
-        statement that reads the same columns beside others), so later unlocked reads in
-        this transaction are answered from it."""
-        row = SessionRow(**{name: columns[name] for name in SESSION_COLUMNS})
-        for name, value in self._touches.get(row.id, {}).items():
-            setattr(row, name, value)  # not sent yet: SQL still holds the older values
-        self._session_rows[key] = row
-        return row
-
     def _holds(self, key: SessionKey) -> bool:
         return self.dialect == "sqlite" or key in self._sessions_locked
 
@@ -437,13 +351,6 @@ class SqlContext:
         await self._write_header(row.id, values)
         for name, value in values.items():
             setattr(row, name, value)
-
-    def _header_values(self, row: SessionRow, values: dict[str, Any]) -> dict[str, Any]:
-        """What a header write sends: ``values`` with the idle clock ``touch_session`` held
-        back. Any header change may move the window or follow a rewrite of the log (clear,
-        restore, compaction), so what ``append_to_log`` learnt of the window is forgotten."""
-        self._window_bases.pop(row.id, None)
-        return {**self._touches.pop(row.id, {}), **values}
 
     async def append_to_log(
         self,
@@ -509,35 +416,6 @@ class SqlContext:
         for name, value in values.items():
             setattr(row, name, value)
 
-    def window_base(self, session_pk: int, start: int) -> tuple[bool, int | None]:
-        """``(True, base)`` when this transaction's last append to the session learnt the
-        log's running token total before its first non-retracted message at or after
-        ``start`` (``base`` None: there is none), and nothing since can have changed it;
-        ``(False, None)`` otherwise.
-
-        Appends after the first message of the window leave it in place; everything else
-        that could move it (a header change: clear, restore, a new window start; a
-        retraction; deleting sessions) forgets it (``forget_window``)."""
-        known = self._window_bases.get(session_pk)
-        if known is None or known[0] != start:
-            return False, None
-        return True, known[1]
-
-    def forget_window(self, session_pk: int) -> None:
-        """Forget what ``append_to_log`` learnt of the session's window (a retraction)."""
-        self._window_bases.pop(session_pk, None)
-
-    def touch_session(self, row: SessionRow, **values: Any) -> None:
-        """``update_session`` for the session's idle clock (last access, TTL, expiry), sent
-        with the transaction's next header update or at its end, whichever comes first.
-
-        A turn's commit touches the session and then advances its log counters: one UPDATE
-        instead of two. Only ``expired`` reads these columns back from SQL, and it sends what
-        is pending first (``send_touches``)."""
-        self._touches.setdefault(row.id, {}).update(values)
-        for name, value in values.items():
-            setattr(row, name, value)
-
     async def send_touches(self) -> None:
         """Send the header values ``touch_session`` held back (before commit, and before a
         statement that reads them)."""
@@ -561,16 +439,6 @@ class SqlContext:
         return await self.execute(
             build(tuple(sorted(values))), {"p_id": pk, **params, **(extra or {})}
         )
-
-    def forget_sessions(self) -> None:
-        """Drop the copies of header rows (after deleting sessions)."""
-        self._session_rows.clear()
-        self._window_bases.clear()
-        self._turns_without_messages.clear()
-
-    def note_session_locked(self, namespace: str, agent_id: str, session_id: str) -> None:
-        """Record that this transaction holds the session header's row lock."""
-        self._sessions_locked.add((namespace, agent_id, session_id))
 
     async def lock_session(self, namespace: str, agent_id: str, session_id: str) -> None:
         """Lock the session's header row, if the session exists, before writing rows it
@@ -639,250 +507,3 @@ def _reads_committed(conn: AsyncConnection) -> bool:
         return False
     adapter = sync.connection.dbapi_connection
     return direct.reads_committed(adapter, conn)  # type: ignore[arg-type]
-
-
-def _session_key() -> tuple[ColumnElement[bool], ...]:
-    """The header row of the session whose key the bind parameters ``p_namespace``,
-    ``p_agent_id`` and ``p_session_id`` give: every statement that finds one by its key."""
-    c = sessions.c
-    return (
-        c.namespace == bindparam("p_namespace", type_=c.namespace.type),
-        c.agent_id == bindparam("p_agent_id", type_=c.agent_id.type),
-        c.session_id == bindparam("p_session_id", type_=c.session_id.type),
-    )
-
-
-def _turn_params(ref: SessionRef, turn_id: str) -> dict[str, str]:
-    """Bind parameters of a statement about turn ``turn_id`` of the session ``ref``."""
-    return {
-        "p_namespace": ref.namespace,
-        "p_agent_id": ref.agent_id,
-        "p_session_id": ref.session_id,
-        "p_turn_id": turn_id,
-    }
-
-
-@direct.prebuilt
-def select_session(lock: bool) -> Select[Any]:
-    """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
-    ``p_session_id``), built once: every transaction of a turn reads it."""
-    statement = select(sessions).where(*_session_key())
-    # SQLite renders no FOR UPDATE; there BEGIN IMMEDIATE already holds the write lock.
-    return statement.with_for_update() if lock else statement
-
-
-#: Labels of what ``select_session_for_turn`` and ``lock_session_for_turn_statement`` read
-#: beside the header's columns.
-_TURN_RECORD = "turn_record"
-_HAS_HINTS = "has_hints"
-_HAS_TURN_MESSAGES = "has_turn_messages"
-_SNAPSHOT_IS_CURRENT = "snapshot_is_current"
-assert not {_TURN_RECORD, _HAS_HINTS, _HAS_TURN_MESSAGES, _SNAPSHOT_IS_CURRENT} & set(
-    sessions.c.keys()
-)
-
-
-def _turn_has_messages() -> Any:
-    """Whether turn ``p_turn_id`` has a message in the session of the selected header."""
-    s, m = sessions.c, messages.c
-    given = m.turn_id == bindparam("p_turn_id", type_=m.turn_id.type)
-    # The turn's first index, not EXISTS: its ORDER BY is the (session, turn, index) key's
-    # order, so PostgreSQL seeks that key with or without statistics. As EXISTS, a table
-    # never analyzed was read through the (session, cumulative tokens) index instead,
-    # filtering every message of the session on every commit. Its own ``messages``, also
-    # when the outer statement reads the table too.
-    first = (
-        select(m.idx)
-        .where(m.session_pk == s.id, given)
-        .order_by(m.idx)
-        .limit(1)
-        .correlate_except(messages)
-        .scalar_subquery()
-    )
-    return first.is_not(None).label(_HAS_TURN_MESSAGES)
-
-
-@direct.prebuilt
-def select_session_for_turn(turn_messages: bool) -> Select[Any]:
-    """``select_session(False)`` with, beside the header's columns, the record of turn
-    ``p_turn_id`` (NULL when it never committed) and whether the session has hints: what a
-    turn reads first, in one statement. ``turn_messages`` (SQLite): and whether the turn
-    has messages, which an append that follows then need not look up."""
-    s, r, h = sessions.c, turn_records.c, hints.c
-    extra = [_turn_has_messages()] if turn_messages else []
-    # A subquery on the record's whole primary key, which PostgreSQL looks up by that key
-    # with or without statistics (as an outer join, a table never analyzed was scanned
-    # whole: every session's records, on every turn).
-    record = (
-        select(r.record)
-        .where(r.session_pk == s.id, r.turn_id == bindparam("p_turn_id", type_=r.turn_id.type))
-        .scalar_subquery()
-    )
-    return select(
-        sessions,
-        record.label(_TURN_RECORD),
-        exists().where(h.session_pk == s.id).label(_HAS_HINTS),
-        *extra,
-    ).where(*_session_key())
-
-
-#: The prefix of the message columns ``select_session_for_turn_with_window`` reads beside the
-#: header's (whose names they share).
-_WINDOW_PREFIX = "window_"
-_WINDOW_COLUMNS = tuple(messages.c.keys())
-
-
-@direct.prebuilt
-def select_session_for_turn_with_window() -> Select[Any]:
-    """``select_session_for_turn(False)`` (PostgreSQL, MariaDB) with, beside it, the
-    session's non-retracted messages from seq ``p_window_from`` on when the header's primary
-    key is ``p_window_pk``: one row per message, ascending (one row with NULL message
-    columns when there is none, or the session is another header row now). A window cached
-    by the process starts there."""
-    s, m = sessions.c, messages.c
-    window_pk = bindparam("p_window_pk", type_=s.id.type)
-    # A derived table with its own ORDER BY, which PostgreSQL plans on its own (it does not
-    # merge such a subquery into the join): the primary key's range from (session, seq) on,
-    # as the window's own read, whatever statistics the tables have. Merged into the join,
-    # PostgreSQL without statistics may take another index on the session and filter every
-    # row of its log.
-    rows = (
-        select(*(m[name].label(_WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS))
-        .where(
-            m.session_pk == window_pk,
-            m.seq >= bindparam("p_window_from", type_=m.seq.type),
-            m.retracted_at.is_(None),
-        )
-        .order_by(m.seq)
-        .subquery("statecore_window_rows")
-    )
-    base = select_session_for_turn(False)
-    return (
-        base.add_columns(*rows.c)
-        .select_from(base.get_final_froms()[0].outerjoin(rows, s.id == window_pk))
-        .order_by(rows.c[_WINDOW_PREFIX + "seq"])
-    )
-
-
-def _window_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
-    """The message rows of ``select_session_for_turn_with_window``'s result, as ``messages``
-    rows (by their own column names)."""
-    named = [(name, _WINDOW_PREFIX + name) for name in _WINDOW_COLUMNS]
-    return [
-        {name: columns[label] for name, label in named}
-        for columns in (row._mapping for row in rows)
-        if columns[_WINDOW_PREFIX + "seq"] is not None
-    ]
-
-
-@direct.prebuilt
-def lock_session_for_turn_statement(snapshot_check: bool) -> Select[Any]:
-    """``select_session(True)`` with whether turn ``p_turn_id`` has messages beside the
-    header's columns (``SqlContext.find_session_for_turn``). ``snapshot_check``
-    (PostgreSQL): and whether the locked row is the version the statement's snapshot
-    holds, by the row's ``xmin`` (the transaction that wrote the version), which only an
-    UPDATE changes: a lock takes no new version."""
-    s = sessions.c
-    columns: list[Any] = [sessions, _turn_has_messages()]
-    if snapshot_check:
-        as_of = sessions.alias("statecore_sessions_as_of_snapshot")
-        snapshot_xmin = (
-            select(literal_column(f"{as_of.name}.xmin"))
-            .where(as_of.c.id == s.id)
-            .scalar_subquery()
-        )
-        locked_xmin: ColumnElement[Any] = literal_column(f"{sessions.name}.xmin")
-        columns.append((locked_xmin == snapshot_xmin).label(_SNAPSHOT_IS_CURRENT))
-    return (
-        select(*columns)
-        .where(*_session_key())
-        .with_for_update(of=sessions)
-    )
-
-
-@direct.prebuilt
-def update_session_statement(names: tuple[str, ...]) -> Update:
-    """``UPDATE`` of the named header columns (bind parameters ``v_<name>``) of the header
-    row whose primary key is ``p_id``: one statement per combination a store writes."""
-    c = sessions.c
-    values = {name: bindparam(f"v_{name}", type_=c[name].type) for name in names}
-    return update(sessions).where(c.id == bindparam("p_id", type_=c.id.type)).values(values)
-
-
-def window_base_query() -> Any:
-    """The log's running token total before its first non-retracted message with
-    ``seq >= p_window_from`` in the session whose header's primary key is ``p_id`` (NULL when
-    there is none), as a scalar subquery."""
-    m = messages.c
-    return (
-        select(m.cumulative_tokens - m.tokens)
-        .where(
-            # The header's own key, not a correlation: SQLite names RETURNING's columns
-            # without their table.
-            m.session_pk == bindparam("p_id", type_=sessions.c.id.type),
-            m.seq >= bindparam("p_window_from", type_=m.seq.type),
-            m.retracted_at.is_(None),
-        )
-        .order_by(m.seq)
-        .limit(1)
-        .scalar_subquery()
-    )
-
-
-def header_version() -> ColumnElement[str]:
-    """PostgreSQL: the header row version's ``xmin`` (the transaction that wrote it), as
-    text: every UPDATE of the row gives it a new one, a lock does not."""
-    return cast(literal_column(f"{sessions.name}.xmin"), Text)
-
-
-@direct.prebuilt
-def update_session_returning_base(
-    names: tuple[str, ...], along: Callable[[], CTE] | None, with_version: bool = False
-) -> Update:
-    """``update_session_statement`` (with the data-modifying CTE ``along()`` in front, if
-    given) that returns ``window_base_query()`` as ``window_base``, read from the
-    statement's snapshot (``SqlContext.append_to_log``), and with ``with_version``
-    (PostgreSQL) the new row version's ``header_version()`` as ``xmin``."""
-    statement = update_session_statement(names)
-    if along is not None:
-        statement = statement.add_cte(along())
-    returned = [window_base_query().label("window_base")]
-    if with_version:
-        returned.append(header_version().label("xmin"))
-    return statement.returning(*returned)
-
-
-@direct.prebuilt
-def lock_session_statement() -> Select[Any]:
-    """``SELECT id ... FOR UPDATE`` of a session's header row (the bind parameters of
-    ``select_session``): its row lock without its fields."""
-    c = sessions.c
-    return (
-        select(c.id)
-        .where(*_session_key())
-        .with_for_update()
-    )
-
-
-def chunked(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
-    """``items`` in slices small enough for one statement's bind parameters (PostgreSQL
-    and SQLite cap them at 32,767)."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def session_info(row: SessionRow, ref: SessionRef | None = None) -> SessionInfo:
-    """A SessionInfo from a ``sessions`` row."""
-    if ref is None:
-        ref = SessionRef(namespace=row.namespace, agent_id=row.agent_id, session_id=row.session_id)
-    return SessionInfo(
-        ref=ref,
-        system_prompt=row.system_prompt,
-        last_seq=row.last_seq,
-        message_count=row.message_count,
-        token_total=row.token_total,
-        window_start_seq=row.window_start_seq,
-        created_at=row.created_at,
-        last_accessed=row.last_accessed,
-        ttl_seconds=row.ttl_seconds,
-    )

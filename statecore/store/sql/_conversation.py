@@ -27,12 +27,13 @@ from statecore.store._inputs import (
     checked_restore_extras,
 )
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SessionRow, SqlContext
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation_extras import ConversationExtras
 from statecore.store.sql._message_rows import stored_columns, stored_message
 from statecore.store.sql._schema import hints as hint_table
 from statecore.store.sql._schema import messages as message_table
 from statecore.store.sql._session_expiry import expiry
+from statecore.store.sql._session_header import SessionRow
 from statecore.store.sql._window_cache import CachedWindow, WindowCache, same_row
 
 

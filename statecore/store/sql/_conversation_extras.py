@@ -10,8 +10,9 @@ from statecore.core._errors import InvalidLimitError
 from statecore.core._models import Hint, SessionRef, Summary, validate_text
 from statecore.store._inputs import RestoreExtras, check_aware, check_int, check_ref
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SessionRow, SqlContext
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import hints as hint_table
+from statecore.store.sql._session_header import SessionRow
 
 
 def _summary_of(row: SessionRow) -> Summary | None:

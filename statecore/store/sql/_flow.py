@@ -20,7 +20,8 @@ from statecore.store._inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.sql._context import SqlContext, chunked
+from statecore.store.sql._batches import chunked
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import flow_checkpoints
 
 c = flow_checkpoints.c

@@ -19,9 +19,11 @@ this process committed least recently go first.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import CTE
 
 from statecore.store.sql._window_cache import SessionKey
 
@@ -66,3 +68,20 @@ class HeaderMemos:
 
     def __len__(self) -> int:
         return len(self._memos)
+
+
+#: A data-modifying CTE sent with a header UPDATE: its prebuilt builder, its bind parameters.
+Along = tuple[Callable[[], CTE], dict[str, Any]]
+
+
+@dataclass
+class DeferredTurn:
+    """A turn commit whose writes are held back to be sent in one statement
+    (``SqlContext.defer_turn``): the memo it started from and, once the append has run,
+    the header's new values and the appended messages' bind parameters."""
+
+    key: SessionKey
+    pk: int
+    memo: HeaderMemo
+    header: dict[str, Any] | None = None
+    along: Along | None = None

@@ -48,7 +48,8 @@ from statecore.store._inputs import (
     revalidate,
 )
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SqlContext, chunked
+from statecore.store.sql._batches import chunked
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import kv_entries
 from statecore.store.sql._upsert import upsert
 

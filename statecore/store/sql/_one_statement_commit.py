@@ -39,17 +39,17 @@ from typing import Any
 from sqlalchemy import BigInteger, Integer, and_, bindparam, case, cast, func, literal, select
 
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import (
-    DeferredTurn,
-    SqlContext,
+from statecore.store.sql._context import SqlContext
+from statecore.store.sql._events import feed_cte
+from statecore.store.sql._header_memo import DeferredTurn
+from statecore.store.sql._kv import upsert_statement
+from statecore.store.sql._orchestration import add_usage_statement
+from statecore.store.sql._schema import orchestration_states, turn_records
+from statecore.store.sql._session_header import (
     header_version,
     update_session_statement,
     window_base_query,
 )
-from statecore.store.sql._events import feed_cte
-from statecore.store.sql._kv import upsert_statement
-from statecore.store.sql._orchestration import add_usage_statement
-from statecore.store.sql._schema import orchestration_states, turn_records
 from statecore.store.sql._turn_records import insert_statement
 
 #: What the statement's error says when a check fails (PostgreSQL reports it as an integer

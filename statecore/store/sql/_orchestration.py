@@ -29,9 +29,10 @@ from statecore.store._inputs import (
     revalidate,
 )
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SessionRow, SqlContext
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import orchestration_states
 from statecore.store.sql._session_expiry import expiry
+from statecore.store.sql._session_header import SessionRow
 
 c = orchestration_states.c
 _DEFAULTS: dict[str, Any] = {

@@ -24,7 +24,8 @@ from statecore.store._inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.sql._context import SqlContext, chunked
+from statecore.store.sql._batches import chunked
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import scoped_states
 
 c = scoped_states.c

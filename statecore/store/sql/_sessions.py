@@ -16,7 +16,7 @@ from statecore.store._inputs import (
     check_session_listing,
     check_ttl_seconds,
 )
-from statecore.store.sql._context import SqlContext, session_info
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import (
     flow_checkpoints,
     hints,
@@ -28,6 +28,7 @@ from statecore.store.sql._schema import (
     turn_records,
 )
 from statecore.store.sql._session_expiry import expiry
+from statecore.store.sql._session_header import session_info
 from statecore.store.sql._upsert import insert_or_ignore
 
 #: Tables whose rows belong to one session through ``session_pk``. They are deleted

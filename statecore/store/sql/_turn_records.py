@@ -25,7 +25,8 @@ from statecore.store._inputs import (
     encode_turn_record,
 )
 from statecore.store.sql import _direct as direct
-from statecore.store.sql._context import SqlContext, chunked
+from statecore.store.sql._batches import chunked
+from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import sessions, turn_records
 
 c = turn_records.c

@@ -52,9 +52,7 @@ def legacy_revision(connection: Connection) -> str | None:
     if not names >= LEGACY_TABLES:
         return None
     versions = (
-        connection.execute(text(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}"))
-        .scalars()
-        .all()
+        connection.execute(text(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}")).scalars().all()
     )
     if len(versions) != 1 or versions[0] not in LEGACY_REVISIONS:
         return None
