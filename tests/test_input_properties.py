@@ -34,7 +34,7 @@ from statecore.contract._session import (
 )
 from statecore.core._errors import ERRORS_BY_CODE, StatecoreError
 from statecore.core._identifiers import check_identifier
-from statecore.core._models import SessionRef
+from statecore.core._models import Message, SessionRef
 from statecore.store._inputs import checked_append, encode_json
 
 #: Every input of AgentSession: (operation, request model). Updates reset_state and
@@ -136,6 +136,9 @@ def check_accepted(operation: str, raw: dict[str, Any], request: BaseModel) -> N
         # What the validator admits, the store writes.
         ref = SessionRef(agent_id="a", session_id="s")
         checked_append(ref, request.turn_id, [request.to_message()], 0)
+        # to_message trusts the checked fields: Message's own rules admit what it builds.
+        message = request.to_message()
+        assert Message.model_validate(message.model_dump()) == message
         encode_json(request.metadata, "metadata", 10**9)
     if isinstance(request, SessionInput):
         for kind in ("agent_id", "session_id", "namespace"):

@@ -146,6 +146,9 @@ class AgentSession:
         self._rejections: deque[Rejection] = deque(input.rejections, maxlen=RECENT_REJECTIONS)
         #: The turn being answered and since when, for the current details (no history).
         self._answering: tuple[str, datetime] | None = None
+        #: Requests the send_message validator accepted, by update id, until their handler
+        #: (which runs next, in the same task) takes them.
+        self._validated_sends: dict[str, SendMessageInput] = {}
         self._stores: list[StateStoreReport] = []
         self._turns_this_run = 0
         #: Turns and SQL operations this run has run: an idle run without any stays put.
@@ -339,7 +342,7 @@ class AgentSession:
 
     @workflow.update(name="send_message", description=UPDATE_DESCRIPTIONS["send_message"])
     async def send_message(self, payload: RawValue = NO_INPUT) -> TurnResult:
-        input: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        input = self._accepted_send(payload)
         # With update-with-start this handler runs in the same task as the run's start: the
         # session must be loaded from SQL before the first turn is numbered.
         await workflow.wait_condition(lambda: self._opened)
@@ -436,6 +439,21 @@ class AgentSession:
             )
         message: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
         self._check_fits_budget(message)
+        # The handler that runs next, in the same task, takes this parse (``_accepted_send``).
+        update = workflow.current_update_info()
+        if update is not None:
+            self._validated_sends[update.id] = message
+
+    def _accepted_send(self, payload: Any) -> SendMessageInput:
+        """The request the validator parsed for this update, or, where no validator ran (a
+        replay: the SDK runs validators only when an update first arrives), a parse of its
+        own: the same payload, the same result."""
+        update = workflow.current_update_info()
+        parsed = self._validated_sends.pop(update.id, None) if update is not None else None
+        if parsed is not None:
+            return parsed
+        checked: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        return checked
 
     def _check_fits_budget(self, message: SendMessageInput) -> None:
         """Refuse a message that can never fit the session's context budget before it is

@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from statecore.core._errors import (
     ContentTooLargeError,
     InvalidInputError,
     ResetRefusedError,
     UnknownStoreError,
-    validation_message,
 )
 from statecore.core._limits import (
     DEFAULT_IDLE_CONTINUE_MIN_EVENTS,
@@ -46,6 +45,7 @@ from statecore.core._models import (
     validate_turn_id,
 )
 from statecore.core._profile import SessionProfile
+from statecore.core._trusted import trusted
 
 WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
@@ -243,12 +243,10 @@ class SendMessageInput(OperatorInput):
 
     @model_validator(mode="after")
     def _storable(self) -> SendMessageInput:
-        # Everything the store would refuse is refused here, before the turn starts: a
-        # message that fails to build inside the handler would fail the workflow task.
-        try:
-            self.to_message()
-        except ValidationError as err:
-            raise InvalidInputError(f"message {validation_message(err)}") from err
+        # Everything the store would refuse is refused here, before the turn starts: the
+        # fields above hold a user or system message to Message's own rules (its text by
+        # the same validate_text, its name and metadata), so ``to_message`` need not check
+        # them again (tests/test_input_properties.py holds the two together).
         reject_nul(self.metadata, "message metadata")
         size = len(self.model_dump_json().encode("utf-8"))
         if size > MAX_TURN_REQUEST_BYTES:
@@ -262,7 +260,18 @@ class SendMessageInput(OperatorInput):
         return self
 
     def to_message(self) -> Message:
-        return Message(role=self.role, content=self.content, name=self.name, metadata=self.metadata)
+        """The turn's first message, from these already checked fields (not checked again)."""
+        return trusted(
+            Message,
+            {
+                "role": self.role,
+                "content": self.content,
+                "name": self.name,
+                "tool_calls": [],
+                "tool_call_id": None,
+                "metadata": self.metadata,
+            },
+        )
 
 
 class ReplyMessage(StatecoreModel):

@@ -68,7 +68,7 @@ from statecore.core._limits import (
     MIN_PAYLOAD_LIMIT_BYTES,
 )
 from statecore.core._model_windows import context_budget
-from statecore.core._models import SessionRef, validate_identifier, validate_turn_id
+from statecore.core._models import SessionRef, validate_identifier
 from statecore.core._profile import SessionProfile, check_limit
 from statecore.errors import from_failure
 from statecore.temporal._exit_guard import release_native_clients_at_exit
@@ -244,9 +244,8 @@ class AgentSessionClient:
         ``on_retry(reason, seconds_left)`` is told each time a transient refusal (Temporal
         restarting, the session moving to a new run) is about to be retried."""
         turn_id = turn_id or uuid.uuid4().hex
-        validate_turn_id(turn_id)
-        # SendMessageInput refuses what the workflow would refuse, size included, before
-        # anything reaches the server.
+        # SendMessageInput refuses what the workflow would refuse (the turn id, the text, the
+        # size) before anything reaches the server.
         message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
         session = self.session_input(agent_id, session_id, **session_options)
         await self.check_payloads("send_message", session, message)

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from statecore.contract._activities import (
@@ -140,7 +141,10 @@ class TurnSession:
             raise reraise_activity_error(err) from err
 
     async def run_model(self, arg: GenerateInput) -> GenerateResult:
-        size = len(arg.model_dump_json().encode("utf-8"))
+        # Encoded once, here: its size is checked and the same payload is sent (a RawValue
+        # passes through the converter as it is; the codec, if any, still applies).
+        [payload] = workflow.payload_converter().to_payloads([arg])
+        size = len(payload.data)
         if size > MAX_ACTIVITY_INPUT_BYTES:
             raise ApplicationError(
                 f"this turn's messages and buffered changes are {size} bytes as JSON; a model "
@@ -152,7 +156,7 @@ class TurnSession:
         try:
             result: GenerateResult = await workflow.execute_activity(
                 ACT_GENERATE,
-                arg,
+                RawValue(payload),
                 result_type=GenerateResult,
                 start_to_close_timeout=self.model_timeout,
                 heartbeat_timeout=self.model_heartbeat,

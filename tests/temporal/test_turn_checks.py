@@ -1,0 +1,49 @@
+"""One chat turn, client to SQL, checks its text and turn id and encodes its request only
+where it enters and where it is stored (docs/architecture.md, "The path of one turn")."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from statecore import AgentSessionClient, StatecorePlugin
+from statecore.store._migrate import upgrade_database
+from statecore.temporal._devserver import DevServer
+from tests.dbs import fresh_database
+from tests.turn_checks import count_checks
+
+pytestmark = pytest.mark.temporal
+
+#: What one turn sent through AgentSessionClient.send costs, at most, measured by
+#: tests/turn_checks.py (before the path was shortened: text 10, turn id 7, JSON 7):
+#: - text: the client's request, the update validator's parse (the handler reuses it), the
+#:   model activity's decode of its input, the store's check of what it writes;
+#: - turn id: the client's request, the validator, the turn API (``session.turn(id)``, a
+#:   public entry for any workflow), the store's ``begin_turn`` and its ``append``;
+#: - JSON: the request's size check in the client and in the validator, then three payloads
+#:   (the update, the model call's input, encoded once for its size check and its sending,
+#:   and the commit's input).
+BUDGET = {"text validated": 4, "turn_id checked": 5, "JSON encodings": 5}
+
+
+async def test_a_chat_turn_checks_its_data_at_the_edges_only(dev_server: DevServer) -> None:
+    queue = f"checks-{uuid.uuid4().hex[:8]}"
+    async with fresh_database("sqlite", "checks") as url:
+        await upgrade_database(url)
+        plugin = StatecorePlugin(url)
+        client = await Client.connect(dev_server.address, plugins=[plugin])
+        runner = UnsandboxedWorkflowRunner()  # one copy of each module, so all is counted
+        async with Worker(client, task_queue=queue, workflow_runner=runner):
+            sessions = AgentSessionClient(client, task_queue=queue)
+            await sessions.send("agent", "s1", "warm the session up")
+            text = f"a line seen once {uuid.uuid4().hex}"
+            turn_id = f"turn-{uuid.uuid4().hex[:12]}"
+            with count_checks(text, turn_id) as counts:
+                result = await sessions.send("agent", "s1", text, turn_id=turn_id)
+            assert result.turn == 2
+    for place, n in sorted(counts.places.items()):  # type: ignore[attr-defined]
+        print(n, place)
+    assert all(counts[what] <= most for what, most in BUDGET.items()), dict(counts)

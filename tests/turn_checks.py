@@ -1,0 +1,100 @@
+"""How often one chat turn's data is checked and encoded on its way from the client to SQL.
+
+``count_checks(text, turn_id)`` wraps, for as long as it is open, the one rule for message
+text (``validate_text``, wherever a module bound it), the turn-id rule and the JSON encoders
+the path uses (pydantic's ``model_dump_json`` and ``to_json``, the standard ``json.dumps``),
+and counts the calls that carry this turn's text or id. Run the worker unsandboxed while it
+counts: the sandbox would import its own copies of the modules, out of the wrappers' reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pydantic
+import pydantic_core
+
+from statecore.core import _identifiers, _models
+
+
+@contextlib.contextmanager
+def count_checks(text: str, turn_id: str) -> Iterator[Counter[str]]:
+    counts: Counter[str] = Counter()
+    #: Where each count was made: the innermost statecore (or temporalio) frame's place.
+    places: Counter[str] = Counter()
+
+    def note(what: str) -> None:
+        counts[what] += 1
+        frames = [
+            f"{f.filename.split('site-packages/')[-1].split('/main/')[-1]}:{f.lineno} {f.name}"
+            for f in traceback.extract_stack()[:-2]
+            if "statecore/" in f.filename or "temporalio/" in f.filename
+        ]
+        places[f"{what} @ " + " < ".join(reversed(frames[-3:]))] += 1
+
+    counts.places = places  # type: ignore[attr-defined]
+    undo: list[Callable[[], None]] = []
+
+    def swap(owner: Any, name: str, new: Any) -> None:
+        old = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        setattr(owner, name, new)
+        undo.append(lambda: setattr(owner, name, old))
+
+    real_validate_text = _models.validate_text
+
+    def validate_text(value: Any, *args: Any, **kwargs: Any) -> str:
+        if value == text:  # the user's line, not a reply that quotes it
+            note("text validated")
+        return real_validate_text(value, *args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "")
+        if name.startswith("statecore") and getattr(module, "validate_text", None) is (
+            real_validate_text
+        ):
+            swap(module, "validate_text", validate_text)
+
+    rule = _identifiers.IDENTIFIER_KINDS["turn_id"]
+    real_check = rule.check
+
+    class CountingRule(type(rule)):  # type: ignore[misc]
+        def check(self, value: Any, what: str) -> str:
+            if value == turn_id:
+                note("turn_id checked")
+            return real_check(value, what)
+
+    counting_rule = CountingRule(**{f: getattr(rule, f) for f in rule.__dataclass_fields__})
+    _identifiers.IDENTIFIER_KINDS["turn_id"] = counting_rule
+    undo.append(lambda: _identifiers.IDENTIFIER_KINDS.__setitem__("turn_id", rule))
+
+    # The line as a JSON string of its own, not inside a reply that quotes it.
+    quoted = json.dumps(text)
+
+    def counted(encode: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            out = encode(*args, **kwargs)
+            raw = out if isinstance(out, bytes | str) else b""
+            needle = quoted if isinstance(raw, str) else quoted.encode()
+            if needle in raw:  # type: ignore[operator]
+                note("JSON encodings")
+            return out
+
+        return wrapper
+
+    swap(pydantic.BaseModel, "model_dump_json", counted(pydantic.BaseModel.model_dump_json))
+    swap(json, "dumps", counted(json.dumps))
+    # Temporal's pydantic converter bound ``to_json`` when it was imported.
+    converter = sys.modules.get("temporalio.contrib.pydantic")
+    if converter is not None:
+        swap(converter, "to_json", counted(pydantic_core.to_json))
+    try:
+        yield counts
+    finally:
+        for step in reversed(undo):
+            step()
