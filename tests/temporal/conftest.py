@@ -6,6 +6,7 @@ other's sessions even though they share one server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -66,6 +67,31 @@ class Env:
         return AgentSessionClient(self.client, task_queue=self.task_queue, **kwargs)
 
 
+#: How long a test's worker may take to stop once its test is done: its activities are
+#: cancelled at once, so only one that ignores cancellation takes longer.
+WORKER_STOP_SECONDS = 60.0
+
+
+@contextlib.asynccontextmanager
+async def bounded_worker(worker: Worker) -> AsyncIterator[Worker]:
+    """``async with worker``, whose stop is bounded: a worker that does not stop in
+    WORKER_STOP_SECONDS fails the test saying so, instead of holding the run until the
+    whole suite's timeout."""
+    running = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        try:
+            await asyncio.wait_for(worker.shutdown(), WORKER_STOP_SECONDS)
+        except TimeoutError:
+            running.cancel()
+            raise AssertionError(
+                f"the worker on task queue {worker.task_queue} did not stop within "
+                f"{WORKER_STOP_SECONDS:.0f} s: one of its activities ignores cancellation"
+            ) from None
+        await running
+
+
 @contextlib.asynccontextmanager
 async def running_env(
     dev_server: DevServer,
@@ -80,7 +106,7 @@ async def running_env(
         await upgrade_database(database_url)
     plugin = StatecorePlugin(database_url, **plugin_kwargs)
     client = await Client.connect(dev_server.address, plugins=[plugin])
-    async with Worker(client, task_queue=queue):
+    async with bounded_worker(Worker(client, task_queue=queue)):
         yield Env(
             client=client,
             sessions=AgentSessionClient(client, task_queue=queue),
