@@ -16,7 +16,7 @@ agent that calls ``get_weather`` once per turn) serve both sides, one after the 
     not installed, a plain AgentSession on statecore's model client (``AGENT_SESSION_LABEL``).
 
 Writes ``bench/results/openai_agents_side_by_side.{json,png}`` (``-quick`` in quick mode).
-See bench/README.md for the method and the committed figures.
+See bench/README.md ("Side by side with the official integrations") for the committed figures.
 """
 
 from __future__ import annotations

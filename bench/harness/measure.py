@@ -225,9 +225,9 @@ async def sequential(
     ``pause``: seconds to wait before each turn (not part of its latency, nor of the block's
     wall time). Turns sent back to back can fall into step with the dev server's transfer
     queue, which is read at most 20 times a second: on some machines a whole round of
-    regular-activity turns then comes out at ~22 ms and the next at ~50 ms (bench/README.md,
-    "Method", the random pause). A random pause gives every turn its own offset from that
-    clock, as turns arriving from people have."""
+    regular-activity turns then comes out at ~22 ms and the next at ~50 ms (bench/README.md
+    at 74815d7, "Method", the random pause). A random pause gives every turn its own offset
+    from that clock, as turns arriving from people have."""
     with into.measuring(meter):
         for i in range(count):
             if pause is not None:
