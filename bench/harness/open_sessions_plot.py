@@ -7,8 +7,8 @@ sessions opened and cached.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,15 @@ def plot_open_sessions(results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-if __name__ == "__main__":
-    paths = [Path(a) for a in sys.argv[1:]]
+def main(argv: list[str] | None = None) -> None:
+    """Draw ``open_sessions.png`` beside the first of the given open-sessions results."""
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("results", nargs="+", type=Path, help="open_sessions_*.json")
+    paths = p.parse_args(argv).results
     plot_open_sessions(
         [json.loads(p.read_text()) for p in paths], paths[0].with_name("open_sessions.png")
     )
+
+
+if __name__ == "__main__":
+    main()
