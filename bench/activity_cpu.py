@@ -1,10 +1,10 @@
 """statecore's own CPU per chat turn: the ``generate`` activity alone, without Temporal.
 
-    .venv/bin/python bench/activity_cpu.py --before 2c8aef7             # SQLite
-    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --db postgresql
-    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --rounds 2 --turns 30   # smoke
-    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --turn state   # commit_turn alone
-    .venv/bin/python bench/activity_cpu.py --before 2c8aef7 --log-messages 20000   # a long log
+    .venv/bin/python -m bench.activity_cpu --before 2c8aef7             # SQLite
+    .venv/bin/python -m bench.activity_cpu --before 2c8aef7 --db postgresql
+    .venv/bin/python -m bench.activity_cpu --before 2c8aef7 --rounds 2 --turns 30   # smoke
+    .venv/bin/python -m bench.activity_cpu --before 2c8aef7 --turn state   # commit_turn alone
+    .venv/bin/python -m bench.activity_cpu --before 2c8aef7 --log-messages 20000   # a long log
 
 The worker's CPU per turn (bench/cpu_per_turn.py) is mostly Temporal's own machinery, which
 hides statecore's share in its noise. Here each run is a fresh process that drives the turn
@@ -13,13 +13,13 @@ model, commit of the user message, reply and turn record) through temporalio's
 ``ActivityEnvironment``, on a fresh database and one session: warm-up turns, then
 ``--turns`` measured turns. Its CPU time (``time.process_time``: every thread, the SQLite
 connection's included) divided by the turns is one value; beside it, the wall time per turn
-and, on PostgreSQL, the CPU per turn of the database's backends (``bench/process_cpu.py``'s
+and, on PostgreSQL, the CPU per turn of the database's backends (``bench/harness/process_cpu.py``'s
 ``PostgresBackends``), the WAL bytes the server wrote per turn and the size of the session
 headers' table with its indexes after the run (no vacuum runs meanwhile), each with its own
 paired difference. The SQL statements per turn are
 counted over 20 more turns afterwards, since listening to statements would send each through
 SQLAlchemy's execution instead of the direct path a worker takes. ``--turn state`` drives
-the state-only turn's activity instead (bench/state_turns.py): ``commit_turn`` of one
+the state-only turn's activity instead (bench/harness/state_turns.py): ``commit_turn`` of one
 message and one KV put, no model call. The two versions alternate round by round (A B,
 B A, ...); the result has each version's mean with a 95% interval and the paired
 difference. Writes ``bench/results/activity_cpu_<db>.json``.
@@ -27,38 +27,35 @@ difference. Writes ``bench/results/activity_cpu_<db>.json``.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
+
+from bench.cpu_per_turn import summary
+from bench.harness.environment import machine_info
+from bench.harness.worker_process import exported_versions, round_order
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-from typing import Any  # noqa: E402
-
-from bench.cpu_per_turn import summary  # noqa: E402
-from bench.environment import machine_info  # noqa: E402
-from bench.worker_process import exported_versions, round_order  # noqa: E402
-
 RESULTS = ROOT / "bench" / "results"
 
-# One measured run, in a fresh interpreter with ``code`` first on sys.path. Prints JSON.
+# One measured run, in a fresh interpreter started in ``code``, so that ``python -c`` finds
+# that checkout's statecore first. Prints JSON.
 _CHILD = r"""
 import asyncio, importlib.util, json, os, sys, time
 code, url, warmup, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kind, log_messages = sys.argv[5], int(sys.argv[7])
-# bench/process_cpu.py of this checkout, loaded by its path: ``code`` alone is on sys.path.
+# bench/harness/process_cpu.py of this checkout, loaded by its path: ``code`` may be another
+# checkout, whose bench/ is not this one.
 spec = importlib.util.spec_from_file_location("process_cpu", sys.argv[6])
 process_cpu = sys.modules["process_cpu"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(process_cpu)
-sys.path.insert(0, code)
 import statecore
 assert statecore.__file__.startswith(code), statecore.__file__
 from sqlalchemy import event, text
@@ -92,7 +89,7 @@ async def server_number(store, query):
 
 def server_cpu():
     # CPU seconds of the PostgreSQL backends serving this database, since the first reading
-    # (bench/process_cpu.py, in nanoseconds); 0 on SQLite.
+    # (bench/harness/process_cpu.py, in nanoseconds); 0 on SQLite.
     return BACKENDS.cpu_seconds() if BACKENDS is not None else 0.0
 
 async def main():
@@ -168,13 +165,13 @@ def one_run(
                     str(warmup),
                     str(turns),
                     kind,
-                    str(ROOT / "bench" / "process_cpu.py"),
+                    str(ROOT / "bench" / "harness" / "process_cpu.py"),
                     str(log_messages),
                 ],
                 capture_output=True,
                 text=True,
                 timeout=1800,
-                cwd=tmp,
+                cwd=code,
                 env={**os.environ, "PYTHONPATH": ""},
             )
         finally:

@@ -13,7 +13,7 @@ and from the replies the clients received: every turn answered exactly once, eve
 stored exactly once and in order, no session stuck, paused or failed, and each session's
 describe report agreeing with its rows.
 
-``--topology two-workers`` (bench/chaos_two_workers.py) runs two workers on one task queue
+``--topology two-workers`` (bench/harness/chaos_two_workers.py) runs two workers on one task queue
 instead and SIGKILLs a random one every 3-9 s, while turn ids are re-sent on purpose, sessions
 continue-as-new every 3 turns and an operator pauses and resumes sessions.
 """
@@ -27,8 +27,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.chaos_classic import Chaos, Plan
-from bench.chaos_processes import (
+from bench.harness.chaos_classic import Chaos, Plan
+from bench.harness.chaos_processes import (
     private_postgres_unavailable,
 )
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="statecore-chaos-") as tmp:
         chaos: Chaos | None = None
         if topology == "two-workers":
-            from bench.chaos_two_workers import TwoWorkerChaos, TwoWorkerPlan
+            from bench.harness.chaos_two_workers import TwoWorkerChaos, TwoWorkerPlan
 
             two = TwoWorkerPlan(plan.sessions, plan.turns, plan.seed)
             figures = asyncio.run(TwoWorkerChaos(two, Path(tmp)).run())
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.chaos" + (f" --topology {topology}" if topology != "classic" else "")
     recorded_plan = asdict(plan)
     if topology == "two-workers":
-        from bench.chaos_two_workers import KILL_EVERY, RESEND_CHANCE, TURNS_PER_RUN
+        from bench.harness.chaos_two_workers import KILL_EVERY, RESEND_CHANCE, TURNS_PER_RUN
 
         recorded_plan = {
             "sessions": plan.sessions,
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     out.write_text(json.dumps(result, indent=2) + "\n")
     if chaos is not None:
-        from bench.plot import plot_chaos_timeline
+        from bench.harness.plot import plot_chaos_timeline
 
         plot_chaos_timeline(result, out.with_name(out.stem + "-timeline.png"))
     f = figures

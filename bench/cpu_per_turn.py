@@ -1,18 +1,18 @@
 """Worker CPU per AgentSession turn, one statecore version against another, interleaved.
 
-    .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7              # SQLite
-    .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --db postgresql
-    .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --rounds 2 --turns 50  # smoke
-    .venv/bin/python bench/cpu_per_turn.py --before 2c8aef7 --floor      # and the floor
+    .venv/bin/python -m bench.cpu_per_turn --before 2c8aef7              # SQLite
+    .venv/bin/python -m bench.cpu_per_turn --before 2c8aef7 --db postgresql
+    .venv/bin/python -m bench.cpu_per_turn --before 2c8aef7 --rounds 2 --turns 50  # smoke
+    .venv/bin/python -m bench.cpu_per_turn --before 2c8aef7 --floor      # and the floor
 
 Latency on a shared machine measures the other users as much as statecore; CPU time of the
-worker process does not (see bench/worker_process.py). Each round runs both versions, in an
+worker process does not (see bench/harness/worker_process.py). Each round runs both versions, in an
 order that alternates from round to round (A B, B A, ...), each as the real ``statecore
 worker`` in its own process on a fresh database with one fresh session: warm-up turns, then
 ``--turns`` measured turns whose worker CPU (user + system, ``/proc/<pid>/stat``) is divided
 by their number. Reported per version: the mean over rounds with a 95% confidence interval
 (Student's t), and the paired difference after - before with its own interval, since rounds
-share the machine's state. With ``--floor`` each round also runs ``bench/floor_worker.py``
+share the machine's state. With ``--floor`` each round also runs ``bench/harness/floor_worker.py``
 (Temporal's floor: an Update running one no-op regular activity, nothing of statecore) the
 same way, and each version's own cost is reported as its CPU minus the floor's, paired by
 round. Writes ``bench/results/cpu_per_turn_<db>.json``.
@@ -20,38 +20,52 @@ round. Writes ``bench/results/cpu_per_turn_<db>.json``.
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import json
+import math
+import os
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from temporalio.client import Client
+
+from bench.harness.environment import machine_info
+from bench.harness.measure import floor_scenario
+from bench.harness.worker_process import export_commit, worker_process
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._converter import statecore_data_converter
+from statecore.temporal._devserver import start_dev_server
+from tests.dbs import create_database, drop_database, server_down_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
-
-from temporalio.client import Client  # noqa: E402
-
-from bench.environment import machine_info  # noqa: E402
-from bench.measure import floor_scenario  # noqa: E402
-from bench.profile_turn import CONTENT, database  # noqa: E402
-from bench.worker_process import export_commit, worker_process  # noqa: E402
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._converter import statecore_data_converter  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-
 RESULTS = ROOT / "bench" / "results"
+CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
 # Two-sided 95% Student's t quantiles by degrees of freedom (beyond 30: the normal's 1.96).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}  # fmt: skip
+
+
+@asynccontextmanager
+async def database(db: str, tmp: Path) -> AsyncIterator[str]:
+    """A fresh database URL for ``db`` (dropped afterwards on PostgreSQL)."""
+    if db == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp / 'turns.db'}"
+        return
+    reason = await server_down_reason(db)
+    if reason is not None:
+        raise SystemExit(f"{db} is not reachable: {reason}")
+    url = await create_database(db, "cpu")
+    try:
+        yield url
+    finally:
+        await drop_database(url)
 
 
 def t95(df: int) -> float:

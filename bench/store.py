@@ -1,7 +1,7 @@
 """Storage benchmark: does a turn's storage work cost the same at 100 messages and at 1,000,000?
 
-    .venv/bin/python bench/store.py            # full run (writes bench/results/store.{json,png})
-    .venv/bin/python bench/store.py --quick    # smoke run (10,000 messages), under a minute
+    .venv/bin/python -m bench.store            # full run (writes bench/results/store.{json,png})
+    .venv/bin/python -m bench.store --quick    # smoke run (10,000 messages), under a minute
 
 On a SQLite file and on PostgreSQL (fresh databases; skipped with the reason when the server
 is down), in one run: appending one message, assembling a 4,096-token context, and KV
@@ -11,35 +11,31 @@ blocks so a noisy machine slows them alike. See bench/README.md for the method.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
 import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
+
+from bench.harness.environment import machine_info
+from bench.harness.store_data import Seeded, seed_session, settle, verify_rows, verify_session
+from bench.harness.store_kv import run_kv
+from bench.harness.store_plot import plot_store
+from bench.harness.store_probe import CountingTokenCounter, StatementLog, explain
+from statecore.core._models import Message, SessionRef
+from statecore.operations._context_window import assemble_context
+from statecore.store import open_store
+from statecore.store.sql import SqlStateStore
+from tests.dbs import fresh_database, server_down_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from collections.abc import Awaitable, Callable  # noqa: E402
-from contextlib import AsyncExitStack  # noqa: E402
-from dataclasses import asdict, dataclass, field  # noqa: E402
-from typing import Any  # noqa: E402
-
-from bench.environment import machine_info  # noqa: E402
-from bench.store_data import Seeded, seed_session, settle, verify_rows, verify_session  # noqa: E402
-from bench.store_kv import run_kv  # noqa: E402
-from bench.store_plot import plot_store  # noqa: E402
-from bench.store_probe import CountingTokenCounter, StatementLog, explain  # noqa: E402
-from statecore.core._models import Message, SessionRef  # noqa: E402
-from statecore.operations._context_window import assemble_context  # noqa: E402
-from statecore.store import open_store  # noqa: E402
-from statecore.store.sql import SqlStateStore  # noqa: E402
-from tests.dbs import fresh_database, server_down_reason  # noqa: E402
-
 #: Targets: p50 at the large size over p50 at the small size.
 TARGET_APPEND_RATIO = 1.2
 TARGET_CONTEXT_RATIO = 2.0
@@ -324,7 +320,7 @@ async def run(s: Settings) -> dict[str, Any]:
     return {
         "benchmark": "store",
         "mode": s.mode,
-        "command": " ".join([".venv/bin/python bench/store.py", *sys.argv[1:]]),
+        "command": " ".join([".venv/bin/python -m bench.store", *sys.argv[1:]]),
         "machine": machine,
         "settings": {
             **{k: str(v) if isinstance(v, Path) else v for k, v in asdict(s).items()},

@@ -1,12 +1,10 @@
 """SQL bytes a turn adds at turn 1,000, and how many of them are not the messages themselves.
 
-    .venv/bin/python bench/turn_bytes.py                       # SQLite and PostgreSQL
-    .venv/bin/python bench/turn_bytes.py --turns 100 --window 50   # smoke
-    .venv/bin/python bench/turn_bytes.py --code /tmp/old       # another checkout's statecore
+    .venv/bin/python -m bench.turn_bytes                       # SQLite and PostgreSQL
+    .venv/bin/python -m bench.turn_bytes --turns 100 --window 50   # smoke
 
-With SQLite, the same conversation (user messages and the replies statecore stored) is then
-replayed through LangGraph's SqliteSaver and measured the same way (bench/turn_bytes_langgraph.py;
-``--langgraph-window 0`` skips it).
+It measures the statecore of the checkout it runs in: to measure an older commit, run it in a
+worktree of that commit.
 
 A turn here is what an AgentSession turn writes, through the same activity: ``generate``
 with a commit (offline model), one user message in, the reply and the turn record out, on
@@ -25,37 +23,29 @@ the measured turns; ``--vacuum-every 0`` measures with none. Per-table growth is
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import json
+import tempfile
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from temporalio.testing import ActivityEnvironment
+
+import statecore
+from bench.harness.environment import machine_info
+from statecore.activities._resources import WorkerResources
+from statecore.activities._turns import TurnActivities
+from statecore.contract._activities import CommitTurnInput, GenerateInput
+from statecore.core._models import Message, SessionRef
+from statecore.llm._offline import OfflineModel
+from statecore.store._migrate import upgrade_database
+from statecore.store.sql import SqlStateStore
+from tests.dbs import create_database, drop_database, server_down_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
-if "--code" in sys.argv:  # measure another checkout's statecore: it must be found first
-    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import tempfile  # noqa: E402
-from typing import Any  # noqa: E402
-
-from sqlalchemy import text  # noqa: E402
-from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
-from temporalio.testing import ActivityEnvironment  # noqa: E402
-
-import statecore  # noqa: E402
-from bench.environment import machine_info  # noqa: E402
-from bench.turn_bytes_langgraph import measure_sqlite_saver  # noqa: E402
-from statecore.activities._resources import WorkerResources  # noqa: E402
-from statecore.activities._turns import TurnActivities  # noqa: E402
-from statecore.contract._activities import CommitTurnInput, GenerateInput  # noqa: E402
-from statecore.core._models import Message, SessionRef  # noqa: E402
-from statecore.llm._offline import OfflineModel  # noqa: E402
-from statecore.store._migrate import upgrade_database  # noqa: E402
-from statecore.store.sql import SqlStateStore  # noqa: E402
-from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
-
 CONTENT = "turn {n}: please look at what we have so far and suggest the next step."
 REF = SessionRef(namespace="default", agent_id="bench", session_id="bytes")
 TARGET_BEYOND_MESSAGES = 1024
@@ -107,10 +97,8 @@ async def measure(
     turns: int,
     window: int,
     vacuum_every: int,
-    conversation: list[tuple[str, str]],
 ) -> dict[str, Any]:
-    """Bytes per turn over ``window`` turns after ``turns``; every turn's (user text, reply
-    text) is appended to ``conversation``."""
+    """Bytes per turn over ``window`` turns after ``turns``."""
     await upgrade_database(url)
     store = await SqlStateStore.connect(url)
     resources = WorkerResources(models={"default": OfflineModel()})
@@ -129,7 +117,6 @@ async def measure(
                 commit=CommitTurnInput(ref=REF, turn_id=turn_id, turn=n, messages=[user]),
             ),
         )
-        conversation.append((user.content, out.message.content))
         return len(user.content.encode()) + len(out.message.content.encode())
 
     try:
@@ -171,20 +158,10 @@ async def measure(
 async def run(a: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for dialect in a.db:
-        conversation: list[tuple[str, str]] = []
         if dialect == "sqlite":
             with tempfile.TemporaryDirectory(prefix="statecore-bytes-") as tmp:
                 url = f"sqlite+aiosqlite:///{tmp}/bytes.db"
-                results[dialect] = await measure(
-                    url, dialect, a.turns, a.window, a.vacuum_every, conversation
-                )
-            if a.langgraph_window:
-                # The same conversation under LangGraph's SqliteSaver, next to statecore's.
-                window = min(a.langgraph_window, a.window)
-                results["langgraph_sqlite"] = await measure_sqlite_saver(
-                    conversation, a.turns, window, table_bytes
-                )
-                print(json.dumps(results["langgraph_sqlite"], indent=2))
+                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
         else:
             reason = await server_down_reason(dialect)
             if reason is not None:
@@ -192,9 +169,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                 continue
             url = await create_database(dialect, "bytes")
             try:
-                results[dialect] = await measure(
-                    url, dialect, a.turns, a.window, a.vacuum_every, conversation
-                )
+                results[dialect] = await measure(url, dialect, a.turns, a.window, a.vacuum_every)
             finally:
                 await drop_database(url)
         print(json.dumps(results[dialect], indent=2))
@@ -207,13 +182,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--window", type=int, default=200, help="turns measured")
     p.add_argument("--db", nargs="+", default=["sqlite", "postgresql"])
     p.add_argument("--vacuum-every", type=int, default=25, help="PostgreSQL; 0: never")
-    p.add_argument(
-        "--langgraph-window",
-        type=int,
-        default=50,
-        help="turns measured for LangGraph's SqliteSaver on the same conversation; 0: skip",
-    )
-    p.add_argument("--code", help="a checkout whose statecore to measure (default: this one)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "turn_bytes.json")
     a = p.parse_args(argv)
     results = asyncio.run(run(a))

@@ -1,8 +1,8 @@
 """Turn benchmark: what a statecore turn costs next to a bare Temporal Update.
 
-    .venv/bin/python bench/turns.py --out bench/results/turns_run1.json   # full run, ~10 min
-    .venv/bin/python bench/turns.py --quick   # smoke test, ~1 min; never a result
-    .venv/bin/python bench/turns.py --long    # the long session alone (10,000 turns)
+    .venv/bin/python -m bench.turns --out bench/results/turns_run1.json   # full run, ~10 min
+    .venv/bin/python -m bench.turns --quick   # smoke test, ~1 min; never a result
+    .venv/bin/python -m bench.turns --long    # the long session alone (10,000 turns)
 
 Everything runs against ONE embedded dev server (SQLite-file backed, no dynamic config
 changed unless ``--server-config`` says so) with the worker in this process. The scenarios
@@ -13,34 +13,29 @@ See bench/README.md for what is measured and how.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
 import sys
+import time
+import uuid
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make the repository importable
-    sys.path.insert(0, str(ROOT))
+from sqlalchemy.engine import make_url
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from contextlib import AsyncExitStack  # noqa: E402
-from dataclasses import asdict, dataclass, field  # noqa: E402
-from tempfile import TemporaryDirectory  # noqa: E402
-from typing import Any  # noqa: E402
-
-from sqlalchemy.engine import make_url  # noqa: E402
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
-
-from bench.environment import machine_info, server_facts  # noqa: E402
-from bench.floor import FloorSession, noop  # noqa: E402
-from bench.long_session import run_long_session  # noqa: E402
-from bench.measure import (  # noqa: E402
+from bench.harness.environment import machine_info, server_facts
+from bench.harness.floor import FloorSession, noop
+from bench.harness.long_session import run_long_session
+from bench.harness.measure import (
     Samples,
     Scenario,
     agent_scenario,
@@ -49,21 +44,22 @@ from bench.measure import (  # noqa: E402
     sequential,
     shuffled_rounds,
 )
-from bench.plot import plot_turns  # noqa: E402
-from bench.process_cpu import CpuMeter  # noqa: E402
-from bench.state_turns import STATE_WORKFLOW, StateSession  # noqa: E402
-from bench.turn_report import (  # noqa: E402
+from bench.harness.plot import plot_turns
+from bench.harness.process_cpu import CpuMeter
+from bench.harness.state_turns import STATE_WORKFLOW, StateSession
+from bench.harness.turn_report import (
     CONTRACT_FLOOR,
     FLOOR,
     LOCAL_FLOOR,
     phase_report,
     target_report,
 )
-from statecore.temporal._client import AgentSessionClient  # noqa: E402
-from statecore.temporal._devserver import start_dev_server  # noqa: E402
-from statecore.temporal._plugin import StatecorePlugin  # noqa: E402
-from tests.dbs import create_database, drop_database, server_down_reason  # noqa: E402
+from statecore.temporal._client import AgentSessionClient
+from statecore.temporal._devserver import start_dev_server
+from statecore.temporal._plugin import StatecorePlugin
+from tests.dbs import create_database, drop_database, server_down_reason
 
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 #: A smoke run's default file; .gitignore keeps ``*-quick.*`` out of the repository.
 SMOKE_OUT = RESULTS / "turns-quick.json"
@@ -90,6 +86,8 @@ class Settings:
     out: Path
     #: Dynamic config values the dev server starts with (``--server-config``); none by default.
     server_config: dict[str, str] = field(default_factory=dict)
+    #: Print these settings and run nothing (``--settings-only``).
+    settings_only: bool = False
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -128,6 +126,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         metavar="KEY=VALUE",
         help="a dynamic config value for the dev server (repeatable); the results record it",
     )
+    p.add_argument(
+        "--settings-only",
+        action="store_true",
+        help="print the settings the run would use, as JSON, and exit without running",
+    )
     a = p.parse_args(argv)
     server_config: dict[str, str] = {}
     for item in a.server_config:
@@ -163,6 +166,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         long_max_minutes=a.long_max_minutes,
         out=out,
         server_config=server_config,
+        settings_only=a.settings_only,
     )
     if not 0 <= a.pause_ms <= 10_000:
         p.error("--pause-ms takes 0 to 10000")
@@ -407,10 +411,14 @@ async def run(s: Settings) -> dict[str, Any]:
         "benchmark": "turns",
         "mode": s.mode,
         "smoke": s.smoke,
-        "command": " ".join([".venv/bin/python bench/turns.py", *sys.argv[1:]]),
+        "command": " ".join([".venv/bin/python -m bench.turns", *sys.argv[1:]]),
         "machine": machine,
         "server": facts,
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(s).items()},
+        "settings": {
+            k: str(v) if isinstance(v, Path) else v
+            for k, v in asdict(s).items()
+            if k != "settings_only"
+        },
         "method": METHOD,
         "scenarios": {sc.name: sc.description for sc in b.scenarios},
         **result,
@@ -495,6 +503,9 @@ def print_long(long: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
+    if settings.settings_only:
+        print(json.dumps({**asdict(settings), "out": str(settings.out)}, indent=2))
+        return 0
     result = asyncio.run(run(settings))
     series = result.pop("_series")
     settings.out.parent.mkdir(parents=True, exist_ok=True)

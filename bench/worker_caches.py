@@ -33,7 +33,7 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from bench.environment import machine_info
+from bench.harness.environment import machine_info
 from statecore.activities._resources import WorkerResources
 from statecore.activities._turns import TurnActivities
 from statecore.contract._activities import CommitTurnInput, GenerateInput

@@ -15,11 +15,11 @@ fi
 .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[${extras}]"
 # The test extra runs framework test suites against statecore (tests/integrations): fetch them
 # now. It also builds the separate environments of Temporal's official OpenAI Agents and
-# LangGraph integrations (pinned; bench/official_venv.py), so the side-by-side smoke tests
+# LangGraph integrations (pinned; bench/harness/official_venv.py), so the side-by-side smoke tests
 # never download.
 case ",${extras}," in
   *,test,*)
     bash scripts/vendor_tests.sh
-    .venv/bin/python bench/official_venv.py >/dev/null
+    .venv/bin/python -m bench.harness.official_venv >/dev/null
     ;;
 esac

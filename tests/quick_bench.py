@@ -1,4 +1,5 @@
-"""A benchmark script of bench/ run in quick mode by a smoke test, and the result it wrote."""
+"""A benchmark of bench/ run in quick mode by a smoke test (``python -m bench.<name>``, a
+process: tests never import bench), and the result it wrote."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_quick_bench(name: str, folder: Path) -> tuple[dict[str, Any], str]:
-    """``bench/<name>.py --quick``, writing into ``folder``: its JSON result and its stdout.
+    """``python -m bench.<name> --quick``, writing into ``folder``: its JSON result and its stdout.
 
     The run must succeed and draw its chart beside the result (a PNG of some substance)."""
     out = folder / f"{name}.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / f"{name}.py"), "--quick", "--out", str(out)],
+        [sys.executable, "-m", f"bench.{name}", "--quick", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.turn_report import RATIO_PAIRS, TARGETS
 from tests.quick_bench import run_quick_bench
 
 SCENARIOS = (
@@ -22,6 +21,31 @@ SCENARIOS = (
     "state_reads_sqlite",
     "agent_sqlite",
     "agent_postgresql",
+)
+
+FLOOR, CONTRACT_FLOOR, LOCAL_FLOOR = (
+    "floor_activity",
+    "floor_activity_upsert",
+    "floor_local_activity",
+)
+#: The ratios every run reports: (scenario, the floor it is divided by).
+RATIO_PAIRS = (
+    (CONTRACT_FLOOR, FLOOR),
+    (LOCAL_FLOOR, FLOOR),
+    ("state_sqlite", LOCAL_FLOOR),
+    ("state_reads_sqlite", LOCAL_FLOOR),
+    ("agent_sqlite", FLOOR),
+    ("agent_postgresql", FLOOR),
+    ("agent_sqlite", CONTRACT_FLOOR),
+    ("agent_postgresql", CONTRACT_FLOOR),
+)
+#: Issue 14's targets: (phase, scenario, floor, the highest ratio of mean latency allowed).
+TARGETS = (
+    ("single_session", "state_sqlite", LOCAL_FLOOR, 1.15),
+    ("single_session", "agent_sqlite", FLOOR, 1.15),
+    ("single_session", "agent_postgresql", FLOOR, 1.15),
+    ("concurrent", "agent_sqlite", FLOOR, 1.25),
+    ("concurrent", "agent_postgresql", FLOOR, 1.25),
 )
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]

@@ -88,9 +88,10 @@ def test_a_profile_by_variable_or_flag_and_an_api_key_turns_tls_on(config_file: 
 
     keyed = ConnectionConfig(api_key="flag-key", environ={**env, "TEMPORAL_API_KEY": "env-key"})
     assert keyed.resolve()["api_key"] == "flag-key"
-    assert ConnectionConfig(environ={**env, "TEMPORAL_API_KEY": "env-key"}).resolve()[
-        "api_key"
-    ] == "env-key"
+    assert (
+        ConnectionConfig(environ={**env, "TEMPORAL_API_KEY": "env-key"}).resolve()["api_key"]
+        == "env-key"
+    )
 
     # The flag's profile wins over the variable's.
     chosen = ConnectionConfig(profile="default", environ=env).resolve()
@@ -134,9 +135,12 @@ def test_tls_variables_alone_and_tls_turned_off(tmp_path: Path) -> None:
     assert ConnectionConfig(environ={"TEMPORAL_TLS": "true"}).resolve()["tls"] == TLSConfig()
     off = ConnectionConfig(tls=False, environ={"TEMPORAL_API_KEY": "k"}).resolve()
     assert off["tls"] is False and off["api_key"] == "k"
-    assert ConnectionConfig(environ={"TEMPORAL_TLS": "false", "TEMPORAL_API_KEY": "k"}).resolve()[
-        "tls"
-    ] is False
+    assert (
+        ConnectionConfig(environ={"TEMPORAL_TLS": "false", "TEMPORAL_API_KEY": "k"}).resolve()[
+            "tls"
+        ]
+        is False
+    )
 
 
 def test_empty_variables_count_as_unset(config_file: Path) -> None:

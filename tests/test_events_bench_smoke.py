@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow]
 def test_events_bench_quick(tmp_path: Path) -> None:
     out = tmp_path / "events.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "events.py"), "--quick", "--out", str(out)],
+        [sys.executable, "-m", "bench.events", "--quick", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.official_venv import GOOGLE_ADK
-from tests.side_by_side_run import run_quick
+from tests.side_by_side_run import official_environment_built, run_quick
 
 TURNS = 5
 
@@ -31,11 +30,11 @@ def check_statecore(side: dict) -> None:
 
 
 def test_side_by_side_quick(tmp_path: Path) -> None:
-    if GOOGLE_ADK.python() is None:
-        result = run_quick("google_adk_side_by_side.py", tmp_path, TURNS, "--no-official")
+    if not official_environment_built("google-adk"):
+        result = run_quick("google_adk_side_by_side", tmp_path, TURNS, "--no-official")
         check_statecore(result["sides"]["statecore"])
         pytest.skip("side (a) not run: .cache/venv-official-google-adk is missing")
-    result = run_quick("google_adk_side_by_side.py", tmp_path, TURNS)
+    result = run_quick("google_adk_side_by_side", tmp_path, TURNS)
     official, statecore = result["sides"]["official"], result["sides"]["statecore"]
     check_statecore(statecore)
     assert official["turns_done"] == TURNS and official["status"] == "COMPLETED"

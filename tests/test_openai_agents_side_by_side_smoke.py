@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.official_venv import OPENAI_AGENTS
-from tests.side_by_side_run import run_quick
+from tests.side_by_side_run import official_environment_built, run_quick
 
 TURNS = 5
 
@@ -23,7 +22,7 @@ pytestmark = [pytest.mark.temporal, pytest.mark.slow]
 
 
 def run_bench(folder: Path, *extra: str) -> dict:
-    return run_quick("openai_agents_side_by_side.py", folder, TURNS, *extra)
+    return run_quick("openai_agents_side_by_side", folder, TURNS, *extra)
 
 
 def check_statecore(side: dict) -> None:
@@ -40,7 +39,7 @@ def check_statecore(side: dict) -> None:
 
 
 def test_side_by_side_quick(tmp_path: Path) -> None:
-    if OPENAI_AGENTS.python() is None:
+    if not official_environment_built("openai-agents"):
         result = run_bench(tmp_path, "--no-official")
         check_statecore(result["sides"]["statecore"])
         assert result["sides"]["official"] == {"skipped": "--no-official"}

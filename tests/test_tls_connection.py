@@ -65,9 +65,7 @@ def proxied_connections(proxy: TlsProxy) -> int:
     return log.read_text(errors="replace").count("temporal_tls~ temporal/dev")
 
 
-async def test_worker_and_command_take_turns_through_mtls(
-    proxy: TlsProxy, tmp_path: Path
-) -> None:
+async def test_worker_and_command_take_turns_through_mtls(proxy: TlsProxy, tmp_path: Path) -> None:
     queue = f"tls-{uuid.uuid4().hex[:8]}"
     async with fresh_database("sqlite", "tls") as url:
         env = {

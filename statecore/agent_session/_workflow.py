@@ -118,9 +118,10 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
 
 # Outside the workflow sandbox: re-entering it cost every activation and every payload
 # conversion of a turn a compile and run of a code string, about 1 ms of worker CPU per turn
-# (bench/README.md, "Worker CPU per turn"). What the sandbox guards, determinism, is kept by
-# the import contracts (this module reaches only temporalio, pydantic and statecore's pure
-# modules; docs/architecture.md) and by replaying recorded histories (test_replay.py).
+# (bench/README.md at 74815d7, "Worker CPU per turn against the floor"). What the sandbox
+# guards, determinism, is kept by the import contracts (this module reaches only temporalio,
+# pydantic and statecore's pure modules; docs/architecture.md) and by replaying recorded
+# histories (test_replay.py).
 # Workflows of your own that use the turn API run in your sandbox as before.
 @workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentSession:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from bench.langgraph_chat import build_chat, user_message
 from statecore.core._errors import (
     CheckpointTooLargeError,
     CorruptCheckpointError,
@@ -16,6 +15,7 @@ from statecore.core._errors import (
 )
 from statecore.integrations.langgraph import StatecoreSaver
 from statecore.store.sql._schema import graph_blobs, graph_checkpoints, graph_writes
+from tests.integrations.langgraph_chat import build_chat, user_message
 from tests.integrations.langgraph_dbs import DIALECTS, open_saver
 
 LIMIT = 4096

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.langgraph_chat import build_chat, stored_bytes, user_message
+from tests.integrations.langgraph_chat import build_chat, stored_bytes, user_message
 from tests.integrations.langgraph_dbs import open_saver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,8 @@ def test_bench_quick_run_writes_results_and_plot(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "bench" / "langgraph_bytes.py"),
+            "-m",
+            "bench.langgraph_bytes",
             "--turns",
             "12",
             "--savers",

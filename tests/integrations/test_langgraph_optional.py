@@ -36,4 +36,3 @@ def test_statecore_imports_without_langgraph_and_the_integration_says_what_to_in
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "pip install 'statecore[langgraph]'" in proc.stdout
-

@@ -18,11 +18,11 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 from sqlalchemy import func, select
 
-from bench.langgraph_chat import append_messages, build_chat, user_message
 from statecore.core._errors import InvalidInputError
 from statecore.integrations.langgraph import StatecoreSaver
 from statecore.store import open_store
 from statecore.store.sql._schema import graph_blobs, graph_checkpoints
+from tests.integrations.langgraph_chat import append_messages, build_chat, user_message
 from tests.integrations.langgraph_dbs import DIALECTS, migrated_database, open_saver
 
 #: Snapshot often, so a few turns cross several DeltaChannel snapshots (and segments).

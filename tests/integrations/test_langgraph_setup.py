@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import inspect
 
-from bench.langgraph_chat import build_chat, user_message
 from statecore.integrations.langgraph import StatecoreSaver
 from tests.dbs import fresh_database
+from tests.integrations.langgraph_chat import build_chat, user_message
 
 DIALECTS = [
     pytest.param("sqlite", id="sqlite"),

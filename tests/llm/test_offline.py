@@ -71,6 +71,7 @@ async def test_reply_reports_context_size_and_echoes_the_last_user_message(model
 
 def test_context_part_matches_what_the_context_assembler_writes():
     from statecore.operations import _context_window as context
+
     assert context.PART_KEY == CONTEXT_PART
 
 

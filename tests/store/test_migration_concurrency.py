@@ -76,9 +76,7 @@ async def _versions(url: str) -> list[str]:
 @pytest.mark.parametrize("dialect", ALL)
 async def test_workers_starting_together_migrate_an_empty_database_once(dialect: str) -> None:
     async with fresh_database(dialect, "race") as url:
-        results = await asyncio.gather(
-            *(_run_worker(url, f"w{n}") for n in range(WORKERS))
-        )
+        results = await asyncio.gather(*(_run_worker(url, f"w{n}") for n in range(WORKERS)))
         for code, out, err in results:
             assert code == 0, err
             assert out.strip() == HEAD_REVISION

@@ -191,10 +191,8 @@ HOST_TABLES = {
         "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)",
     ],
     "mysql": [
-        "CREATE TABLE sessions (id INTEGER AUTO_INCREMENT PRIMARY KEY,"
-        " owner VARCHAR(40) NOT NULL)",
-        "CREATE TABLE messages (id INTEGER AUTO_INCREMENT PRIMARY KEY,"
-        " body VARCHAR(200) NOT NULL)",
+        "CREATE TABLE sessions (id INTEGER AUTO_INCREMENT PRIMARY KEY, owner VARCHAR(40) NOT NULL)",
+        "CREATE TABLE messages (id INTEGER AUTO_INCREMENT PRIMARY KEY, body VARCHAR(200) NOT NULL)",
         "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)",
     ],
 }

@@ -1,6 +1,6 @@
 """A statecore worker for PlanAgent in its own process (concurrent writers through one token).
 
-    python -m tests.temporal.share_worker ADDRESS TASK_QUEUE DATABASE_URL READY_FILE
+python -m tests.temporal.share_worker ADDRESS TASK_QUEUE DATABASE_URL READY_FILE
 """
 
 from __future__ import annotations

@@ -26,22 +26,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.temporal]
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).with_name("uv")
 
-ACTIVITIES_PY = '''
+ACTIVITIES_PY = """
 from temporalio import activity
 
 
 @activity.defn
 async def shout(text: str) -> str:
     return text.upper() + "!"
-'''
+"""
 
-WORKFLOWS_INIT_PY = '''
+WORKFLOWS_INIT_PY = """
 from workflows.greeting import Greeting
 
 __all__ = ["Greeting"]
-'''
+"""
 
-GREETING_PY = '''
+GREETING_PY = """
 from datetime import timedelta
 
 from temporalio import workflow
@@ -57,7 +57,7 @@ class Greeting:
         return await workflow.execute_activity(
             shout, f"hello {name}", start_to_close_timeout=timedelta(seconds=10)
         )
-'''
+"""
 
 APP_PY = '''
 """The application's own worker, with statecore's plugin beside its own code."""
@@ -108,7 +108,11 @@ def _run(args: list[str], *, timeout: float, cwd: Path | None = None) -> str:
     """Run ``args``; on failure or time-out the assertion shows what it printed."""
     try:
         done = subprocess.run(
-            args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+            args,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             env={**os.environ, "PYTHONPATH": ""},
         )
     except subprocess.TimeoutExpired as exc:

@@ -171,8 +171,8 @@ class SqlContext(TransactionMemory):
         on_sqlite = self.dialect == "sqlite"
         # The window's rows ride along only where a statement is a round trip to a server:
         # on SQLite the two reads run in this process, and the joined one costs more
-        # (45 us against 11 + 20 us, bench/README.md, "A turn's context read in one
-        # statement").
+        # (45 us against 11 + 20 us, bench/README.md at 74815d7, "A turn's context read in
+        # one statement").
         windows = None if on_sqlite else self.windows
         anchor = windows.anchor_for(key) if windows is not None else None
         if anchor is None:

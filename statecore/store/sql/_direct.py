@@ -4,8 +4,8 @@ SQLAlchemy's execution adds CPU to every statement, however small: the statement
 key and compiled-cache lookup, an execution context, parameter and result processing, a
 greenlet to run its synchronous core, event dispatch. A turn's session header read costs
 59 us through it on SQLite against 16 us sent directly, and 187 us against 96 us on
-PostgreSQL; a chat turn runs 12-14 such statements (bench/README.md, "A turn's statements
-without SQLAlchemy's execution"; ``bench/statement_cost.py``).
+PostgreSQL; a chat turn runs 12-14 such statements (bench/README.md, "Retired comparisons",
+``statement_cost``).
 
 So the statements a turn runs are built once (``prebuilt``), compiled once per database and
 set of parameter names, exactly as SQLAlchemy compiles them, and sent straight to the

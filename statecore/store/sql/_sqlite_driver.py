@@ -4,7 +4,7 @@ aiosqlite runs each sqlite3 call on a thread of its own connection and hands the
 through the event loop. One trip wakes the connection's thread, then the event loop through
 its self-pipe, then the awaiting coroutine: about 0.1 ms of CPU, three times what SQLAlchemy
 and SQLite themselves spend on a small indexed statement. A turn made ~16 of them
-(bench/README.md, "SQLite statements without the thread trip").
+(bench/README.md at 74815d7, "SQLite statements without the thread trip").
 
 The thread is there so that a statement which waits for another connection does not stop
 the event loop. Inside a transaction that already holds its locks, none does:

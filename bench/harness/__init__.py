@@ -1,0 +1,1 @@
+"""Helpers the benchmarks share: measurement, statistics, plots, processes, models."""

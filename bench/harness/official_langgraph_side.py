@@ -1,0 +1,77 @@
+"""Side (a) of the LangGraph side-by-side benchmark: the graph on Temporal's official plugin.
+
+Run by ``bench/langgraph_side_by_side.py`` with the Python of
+``.cache/venv-official-langgraph`` (never statecore's environment); it starts its own worker,
+drives the turns against the given dev server, and writes its JSON result to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.langgraph import LangGraphPlugin
+from temporalio.worker import Worker
+
+from bench.harness.langgraph_weather import GRAPH_NAME, build_weather_graph
+from bench.harness.official_langgraph_workflow import WORKFLOW_TYPE, OfficialGraphChat
+from bench.harness.side_by_side_measure import drive, history_report, side_report
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--address", required=True, help="the dev server, host:port")
+    parser.add_argument("--turns", type=int, required=True)
+    parser.add_argument("--checkpoints", default="10,100,300")
+    parser.add_argument("--minutes", type=float, help="stop sending turns after this long")
+    parser.add_argument("--out", type=Path, required=True)
+    return parser.parse_args()
+
+
+async def run(args: argparse.Namespace) -> dict:
+    plugin = LangGraphPlugin(
+        graphs={GRAPH_NAME: build_weather_graph({"execute_in": "activity"})},
+        default_activity_options={"start_to_close_timeout": timedelta(seconds=60)},
+    )
+    client = await Client.connect(args.address, plugins=[plugin])
+    queue = f"official-{uuid.uuid4().hex[:8]}"
+    workflow_id = f"official-graph-chat-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[OfficialGraphChat]):
+        handle = await client.start_workflow(WORKFLOW_TYPE, id=workflow_id, task_queue=queue)
+
+        async def send(n: int, turn_id: str, text: str) -> str:
+            return await handle.execute_update("send_message", text, id=turn_id, result_type=str)
+
+        latencies, stopped_by, last_reply = await drive(
+            send, args.turns, label="official", minutes=args.minutes
+        )
+        if stopped_by is None:
+            await handle.signal("close")
+        checkpoints = [int(x) for x in args.checkpoints.split(",")]
+        history = await history_report(client, workflow_id, len(latencies), checkpoints)
+    return side_report(
+        "temporalio-langgraph (Temporal's official plugin): the graph compiled with "
+        "InMemorySaver in a long-running workflow, one update per turn running ainvoke; the "
+        "model node and the tool node run as activities (execute_in: activity)",
+        ("temporalio-langgraph", "langgraph", "langchain-core", "temporalio"),
+        args.turns,
+        latencies,
+        stopped_by,
+        last_reply,
+        history,
+    )
+
+
+def main() -> None:
+    args = parse_args()
+    result = asyncio.run(run(args))
+    args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
