@@ -29,8 +29,8 @@ from statecore.store._inputs import (
     checked_log,
     checked_restore_extras,
 )
-from statecore.store.memory._tables import SessionPartition
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
+from statecore.store.memory._schema import SessionPartition
 
 
 def _out(message: StoredMessage) -> StoredMessage:

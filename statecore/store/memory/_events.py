@@ -9,7 +9,7 @@ from statecore.core._change_events import ChangeEvent, NewEvent, assign
 from statecore.core._models import validate_identifier
 from statecore.store._base import EventStore
 from statecore.store._inputs import check_int
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
 
 
 class MemoryEventStore(EventStore):

@@ -17,8 +17,8 @@ from statecore.store._inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.memory._tables import FlowRow
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
+from statecore.store.memory._schema import FlowRow
 
 
 def _out(row: FlowRow) -> FlowCheckpoint:

@@ -27,8 +27,8 @@ from statecore.store._inputs import (
     encode_kv_value,
     revalidate,
 )
-from statecore.store.memory._tables import KVRow, ScopeKey
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
+from statecore.store.memory._schema import KVRow, ScopeKey
 
 
 def _entry(bucket: str, key: str, row: KVRow) -> KVEntry:

@@ -23,8 +23,8 @@ from statecore.store._inputs import (
     recent_tools,
     revalidate,
 )
-from statecore.store.memory._tables import OrchestrationRow, SessionPartition
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
+from statecore.store.memory._schema import OrchestrationRow, SessionPartition
 
 
 def _out(part: SessionPartition, row: OrchestrationRow) -> OrchestrationState:

@@ -16,8 +16,8 @@ from statecore.store._inputs import (
     encode_state,
     revalidate,
 )
-from statecore.store.memory._tables import StateKey, StateRow
-from statecore.store.memory._transaction import TxContext
+from statecore.store.memory._context import TxContext
+from statecore.store.memory._schema import StateKey, StateRow
 
 
 def _key(namespace: str, task_id: str, agent_id: str) -> StateKey:

@@ -14,8 +14,8 @@ from statecore.store._inputs import (
     check_session_listing,
     check_ttl_seconds,
 )
-from statecore.store.memory._tables import SessionPartition
-from statecore.store.memory._transaction import TxContext, session_key
+from statecore.store.memory._context import TxContext, session_key
+from statecore.store.memory._schema import SessionPartition
 
 
 def idle_deadline(info: SessionInfo) -> datetime:

@@ -13,15 +13,15 @@ from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import Clock, StateStore, StoreTransaction
 from statecore.store._inputs import check_aware, check_flag, check_ttl_seconds
+from statecore.store.memory._context import TxContext
 from statecore.store.memory._conversation import MemoryConversationStore
 from statecore.store.memory._events import MemoryEventStore
 from statecore.store.memory._flow import MemoryFlowStore
 from statecore.store.memory._kv import MemoryKVStore
 from statecore.store.memory._orchestration import MemoryOrchestrationStore
+from statecore.store.memory._schema import MemoryData, Workspace
 from statecore.store.memory._scoped_state import MemoryScopedStateStore
 from statecore.store.memory._sessions import MemorySessionStore
-from statecore.store.memory._tables import MemoryData, Workspace
-from statecore.store.memory._transaction import TxContext
 from statecore.store.memory._turn_records import MemoryTurnRecordStore
 
 # Stores whose transaction is open in the current task: a nested transaction() would wait

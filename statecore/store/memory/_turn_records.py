@@ -9,7 +9,7 @@ from statecore.core._errors import RevisionConflictError
 from statecore.core._models import SessionRef
 from statecore.store._base import TurnRecordStore
 from statecore.store._inputs import check_ref, checked_turn_id, decode_json, encode_turn_record
-from statecore.store.memory._transaction import TxContext, session_key
+from statecore.store.memory._context import TxContext, session_key
 
 
 class MemoryTurnRecordStore(TurnRecordStore):

@@ -43,7 +43,7 @@ from statecore.store.sql._header_memo import HeaderMemos
 from statecore.store.sql._kv import SqlKVStore
 from statecore.store.sql._orchestration import SqlOrchestrationStore
 from statecore.store.sql._revision import require_head, upgrade_engine
-from statecore.store.sql._scoped import SqlScopedStateStore
+from statecore.store.sql._scoped_state import SqlScopedStateStore
 from statecore.store.sql._sessions import SqlSessionStore
 from statecore.store.sql._transient import is_transient_conflict
 from statecore.store.sql._turn_records import SqlTurnRecordStore

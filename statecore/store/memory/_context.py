@@ -11,7 +11,7 @@ from datetime import datetime
 from statecore.core._errors import SessionNotFoundError, StatecoreError
 from statecore.core._models import SessionRef
 from statecore.core._tokens import TokenCounter
-from statecore.store.memory._tables import SessionKey, SessionPartition, Workspace
+from statecore.store.memory._schema import SessionKey, SessionPartition, Workspace
 
 
 class TxContext:
