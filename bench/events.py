@@ -37,7 +37,7 @@ from statecore.store._feed import follow_events
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
 from statecore.store.sql import _events as sql_events
-from statecore.store.sql import _turn_finish as turn_finish
+from statecore.store.sql import _turn_commit as sql_turn_commit
 from statecore.store.sql._events import SqlEventStore
 from tests.dbs import fresh_database, server_down_reason
 
@@ -113,7 +113,7 @@ async def cpu_cost(url: str, rounds: int, turns: int) -> dict[str, Any]:
         turn_commit.turn_events = timed(building) if on else _no_events  # type: ignore[assignment]
         SqlEventStore.append = timed_append if on else appending  # type: ignore[method-assign]
         sql_events.feed_parameters = timed(parameters) if on else parameters
-        turn_finish.feed_parameters = sql_events.feed_parameters  # type: ignore[attr-defined]
+        sql_turn_commit.feed_parameters = sql_events.feed_parameters  # type: ignore[attr-defined]
 
     n = 0
     try:
@@ -132,7 +132,7 @@ async def cpu_cost(url: str, rounds: int, turns: int) -> dict[str, Any]:
     finally:
         turn_commit.turn_events = building  # type: ignore[assignment]
         SqlEventStore.append = appending  # type: ignore[method-assign]
-        sql_events.feed_parameters = turn_finish.feed_parameters = parameters  # type: ignore[attr-defined]
+        sql_events.feed_parameters = sql_turn_commit.feed_parameters = parameters  # type: ignore[attr-defined]
         await store.close()
     on, off = statistics.median(per_turn["on"]), statistics.median(per_turn["off"])
     return {

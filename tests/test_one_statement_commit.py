@@ -1,5 +1,5 @@
 """PostgreSQL: a chat turn of a session whose previous turn this process committed commits in
-one statement (statecore/store/sql/_one_statement_commit.py), and writes exactly what the
+one statement (statecore/store/sql/_turn_commit.py), and writes exactly what the
 usual commit writes, whatever other workers did to the session in between."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from statecore.llm._offline import OfflineModel
 from statecore.store import StoreTransaction, run_transaction
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql import _one_statement_commit as one_statement_commit
+from statecore.store.sql import _turn_commit as turn_commit
 from tests.dbs import fresh_database
 from tests.sql_rows import all_rows
 
@@ -79,13 +79,13 @@ class Worker:
 
 def _counting_sends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sent: list[int] = []
-    send = one_statement_commit.send
+    send = turn_commit._send_whole_commit
 
     async def counted(*args: Any, **kwargs: Any) -> None:
         await send(*args, **kwargs)
         sent.append(1)
 
-    monkeypatch.setattr(one_statement_commit, "send", counted)
+    monkeypatch.setattr(turn_commit, "_send_whole_commit", counted)
     return sent
 
 

@@ -40,10 +40,10 @@ REF = SessionRef(namespace="cost", agent_id="agent", session_id="s1")
 #: find_session_for_turn), and the counters' UPDATE returns the window's first message
 #: (SqlContext.append_to_log). On PostgreSQL the insert rides in that UPDATE too, and the
 #: usage, the turn record, the latest turn and the change feed are one statement
-#: (statecore/store/sql/_turn_finish.py). MariaDB inserts the turn record in a savepoint (two
+#: (statecore/store/sql/_turn_commit.py). MariaDB inserts the turn record in a savepoint (two
 #: more, see statecore/store/sql/_turn_records.py). On PostgreSQL, once the process committed
 #: the session's previous turn, the whole commit is one statement without a locked read
-#: (statecore/store/sql/_one_statement_commit.py): two statements per turn.
+#: (statecore/store/sql/_turn_commit.py): two statements per turn.
 MAX_STATEMENTS_PER_TURN = {"sqlite": 10, "postgresql": 2, "mysql": 14}
 
 

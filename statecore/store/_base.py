@@ -519,7 +519,7 @@ class StoreTransaction(RecordsChanges, abc.ABC, changes=changes.TRANSACTION):
         ``messages_only``: the caller promises that between here and ``finish_turn`` it only
         appends the turn's messages (at least one) and reads. A backend may then hold every
         write back and send it all with ``finish_turn`` (PostgreSQL: one statement, see
-        ``statecore.store.sql._one_statement_commit``); when that cannot be done it raises
+        ``statecore.store.sql._turn_commit``); when that cannot be done it raises
         ``RestartTransaction`` having written nothing, and ``run_transaction`` runs the
         work again."""
         validate_turn_id(turn_id)

@@ -237,7 +237,7 @@ class SqlContext(TransactionMemory):
         (``StoreTransaction.begin_turn``'s ``messages_only``) from the session's header memo,
         sending nothing: True when it did. The memo answers for the locked read; the append
         and the turn's last writes are held back and sent as one statement outside any
-        server transaction (``one_statement_commit``), which writes nothing unless the
+        server transaction (``_turn_commit``), which writes nothing unless the
         header is still the version the memo names.
 
         Only on PostgreSQL at READ COMMITTED (where that one statement, waiting for the

@@ -246,7 +246,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
             .values(retracted_at=now)
         )
         # The header moves on too (a retraction is an access), so a commit that knew the
-        # header's version before sees that the log changed (one_statement_commit).
+        # header's version before sees that the log changed (_turn_commit).
         await self._ctx.update_session(
             session, last_accessed=now, expires_at=expiry(now, session.ttl_seconds)
         )

@@ -8,7 +8,7 @@ header since. A memo keeps what the commit left: the header row's values, the ro
 ``xmin`` (the transaction that wrote it, which every UPDATE of the row changes) and the
 log's running token total before the window's first message. The next commit of the
 session sends everything in one statement that checks the version first
-(``one_statement_commit``); when the row moved on, that statement writes nothing and the
+(``_turn_commit``); when the row moved on, that statement writes nothing and the
 commit runs the usual way.
 
 A memo is taken out when a commit uses it and put back only by a commit that succeeded, so

@@ -28,7 +28,7 @@ from statecore.store._inputs import (
     check_ref,
     check_ttl_seconds,
 )
-from statecore.store.sql import _turn_finish as turn_finish
+from statecore.store.sql import _turn_commit as turn_commit
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation import SqlConversationStore
 from statecore.store.sql._engine import (
@@ -91,7 +91,7 @@ class SqlTransaction(StoreTransaction):
         validate_turn_id(turn_id)
         check_flag(messages_only, "messages_only")
         # PostgreSQL, a chat turn of a session whose previous turn this process committed:
-        # nothing is sent until the turn's one statement (one_statement_commit). Otherwise
+        # nothing is sent until the turn's one statement (_turn_commit). Otherwise
         # the header's locked read, with whether the turn has messages beside it. Either
         # way ensure then answers from the row this transaction holds.
         if not (messages_only and self._ctx.defer_turn(ref, turn_id)):
@@ -110,7 +110,7 @@ class SqlTransaction(StoreTransaction):
         if self._ctx.dialect != "postgresql":
             await super().finish_turn(ref, turn_id, record, marker, events, usage)
             return
-        await turn_finish.finish_turn(self, self._ctx, ref, turn_id, record, marker, events, usage)
+        await turn_commit.finish_turn(self, self._ctx, ref, turn_id, record, marker, events, usage)
 
 
 class SqlStateStore(StateStore):
@@ -146,7 +146,7 @@ class SqlStateStore(StateStore):
             check_int(window_cache_messages, "window_cache_messages", minimum=0)
         )
         # Headers as this process's turn commits left them (PostgreSQL): a session's next
-        # chat turn commits in one statement (one_statement_commit).
+        # chat turn commits in one statement (_turn_commit).
         self._memos = HeaderMemos() if self.dialect == "postgresql" else None
 
     @classmethod
