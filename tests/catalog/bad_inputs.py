@@ -120,42 +120,43 @@ REFERENCES: list[Reference] = [
     ),
     Reference(
         "OpenAI Agents SDK agents as turns (`StatecorePlugin(agents=...)`)",
-        "tests/temporal/test_openai_agent_turns.py,"
+        "tests/temporal/test_framework_turns.py,"
         " tests/integrations/openai_agents/test_agent_turn_activity.py,"
         " tests/temporal/test_send_options.py",
         "a session naming an agent or model the worker does not have (`UnknownAgent`, naming"
         " the ones it has; a session that refused turn opened ends with it, so the next send,"
         " naming another model or none, is answered); a run that raises in a tool"
         " (`AgentRunFailed`): nothing stored, the next turn commits",
-    ),    Reference(
-        'Pydantic AI conversation store (`StatecoreConversationStore`)',
-        'tests/integrations/pydantic_ai/',
+    ),
+    Reference(
+        "Pydantic AI conversation store (`StatecoreConversationStore`)",
+        "tests/integrations/pydantic_ai/",
         "a stale revision (`ConversationConflict`, Pydantic AI's own error, also between two"
-        ' processes), a message over 512 KiB as JSON (`ContentTooLarge`), messages that do not'
-        ' parse (`InvalidInput`), conversation ids statecore cannot store (`InvalidIdentifier`,'
-        ' refused, never rewritten): nothing stored, the store goes on',
+        " processes), a message over 512 KiB as JSON (`ContentTooLarge`), messages that do not"
+        " parse (`InvalidInput`), conversation ids statecore cannot store (`InvalidIdentifier`,"
+        " refused, never rewritten): nothing stored, the store goes on",
     ),
     Reference(
-        'Pydantic AI agents as turns (`StatecorePlugin(agents=...)`)',
-        'tests/temporal/test_pydantic_ai_turns.py',
-        'an agent the worker does not have (`UnknownAgent`); a tool that raises'
-        ' (`AgentRunFailed`); a part over 512 KiB (`ContentTooLarge`); a stored message that does'
-        ' not parse (`InvalidInput`): nothing stored, the next turn commits',
+        "Pydantic AI agents as turns (`StatecorePlugin(agents=...)`)",
+        "tests/temporal/test_framework_turns.py, tests/temporal/test_pydantic_ai_turns.py",
+        "an agent the worker does not have (`UnknownAgent`); a tool that raises"
+        " (`AgentRunFailed`); a part over 512 KiB (`ContentTooLarge`); a stored message that does"
+        " not parse (`InvalidInput`): nothing stored, the next turn commits",
     ),
     Reference(
-        'Google ADK session service (`StatecoreSessionService`)',
-        'tests/integrations/google_adk/test_bad_input.py',
-        'state keys that are not text, empty, or a bare scope prefix (`app:`, `user:`, `temp:`)'
-        ' (`InvalidInput`); an event over 512 KiB as JSON (`ContentTooLarge`); a stale session'
+        "Google ADK session service (`StatecoreSessionService`)",
+        "tests/integrations/google_adk/test_bad_input.py",
+        "state keys that are not text, empty, or a bare scope prefix (`app:`, `user:`, `temp:`)"
+        " (`InvalidInput`); an event over 512 KiB as JSON (`ContentTooLarge`); a stale session"
         " object (`StaleSession`, also ADK's `StaleSessionError`); a taken session id"
         " (`AlreadyExists`, also ADK's); app, user or session ids statecore cannot store"
-        ' (`InvalidIdentifier`, never rewritten): nothing stored, the session takes the next'
-        ' event',
+        " (`InvalidIdentifier`, never rewritten): nothing stored, the session takes the next"
+        " event",
     ),
     Reference(
-        'Google ADK agents as turns (`StatecorePlugin(agents=...)`)',
-        'tests/temporal/test_adk_agent_turns.py',
-        'a session naming an agent or model the worker does not have (`UnknownAgent`); a run that'
-        ' raises in a tool (`AgentRunFailed`): nothing stored, the next turn commits',
+        "Google ADK agents as turns (`StatecorePlugin(agents=...)`)",
+        "tests/temporal/test_framework_turns.py",
+        "a session naming an agent or model the worker does not have (`UnknownAgent`); a run that"
+        " raises in a tool (`AgentRunFailed`): nothing stored, the next turn commits",
     ),
 ]
