@@ -1,5 +1,6 @@
 """What every agent framework's turns promise, on a real Temporal dev server, once for each of
-OpenAI Agents SDK agents, LangGraph graphs, Google ADK agents and Pydantic AI agents.
+OpenAI Agents SDK agents, LangGraph graphs, Google ADK agents and Pydantic AI agents; the
+killed-worker scenario also for statecore's own model-backed session.
 
 Each scenario runs against a ``Framework``: how to register its agent with the plugin, the
 worker-process module the kill test SIGKILLs, and what its deterministic model (or graph
@@ -70,6 +71,13 @@ def reply_lacks(text: str) -> Check:
     return check
 
 
+def reply_has(text: str) -> Check:
+    def check(reply: str) -> None:
+        assert text in reply, reply
+
+    return check
+
+
 async def no_checkpoints(url: str, agent: str, session: str) -> int:
     return 0
 
@@ -84,6 +92,31 @@ async def langgraph_checkpoints(url: str, agent: str, session: str) -> int:
         return len([c async for c in saver.alist(config)])
     finally:
         await store.close()
+
+
+@dataclass(frozen=True)
+class KillCase:
+    """A worker SIGKILLed inside a turn's model call (or graph node), for one kind of session."""
+
+    id: str
+    #: The agent name's prefix (ADK app names are identifiers: no dash).
+    prefix: str
+    #: The module run as the worker (tests/temporal/*worker_process.py), and the file under its
+    #: marker directory it appends a line to per model call or node run.
+    worker_process: str
+    calls_file: str
+    #: The first worker's model (or tool node) delay, and the model heartbeat.
+    delay: float
+    heartbeat: int
+    #: The turn before the kill and the killed turn: message, its reply's check, and the roles
+    #: of the messages it stores.
+    first: tuple[str, Check, tuple[str, ...]]
+    second: tuple[str, Check, tuple[str, ...]]
+    #: Lines in the calls file once the killed turn is inside its model call (or node).
+    under_way: int
+    #: The model calls (or the node runs, in order) once the killed turn has finished on the
+    #: replacement.
+    calls: int | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -123,16 +156,31 @@ class Framework:
     #: of the StatecoreTurn search attribute, upserted on the first turn and every 10th).
     flat_turns: int
     flat_compared: tuple[int, ...]
-    #: Kill scenario: the first worker's model (or tool node) delay, the model heartbeat, the
-    #: first turn (message, answer, messages stored), and the model calls (or the node runs, in
-    #: order) once the killed turn has finished on the replacement.
-    kill_delay: float
-    heartbeat: int
-    kill_first: tuple[str, str, int]
-    kill_calls: int | tuple[str, ...]
     #: The roles a weather turn's messages are stored with (ADK stores its tool's response as
     #: an event of the agent).
     weather_roles: tuple[str, ...]
+    #: Its worker SIGKILLed in a weather turn: ``KillCase``'s delay, heartbeat, first turn and
+    #: calls.
+    kill_delay: float
+    heartbeat: int
+    kill_first: tuple[str, Check, tuple[str, ...]]
+    kill_calls: int | tuple[str, ...]
+
+    @property
+    def kill(self) -> KillCase:
+        weather = ("weather in Rome", reply_is("weather: sunny in Rome"), self.weather_roles)
+        return KillCase(
+            id=self.id,
+            prefix=self.prefix,
+            worker_process=self.worker_process,
+            calls_file=self.calls_file,
+            delay=self.kill_delay,
+            heartbeat=self.heartbeat,
+            first=self.kill_first,
+            second=weather,
+            under_way=3,  # the first turn's 2 model calls (or nodes), then the killed turn's
+            calls=self.kill_calls,
+        )
 
 
 def openai_agent(name: str, calls: Path) -> dict[str, Any]:
@@ -152,6 +200,9 @@ def pydantic_ai_agent(name: str, calls: Path) -> dict[str, Any]:
     return {name: PydanticAIAgentTurn(agent, deps=pydantic_ai_agents.Forecasts(), name=name)}
 
 
+WEATHER_ROLES = ("user", "assistant", "tool", "assistant")
+ADK_WEATHER_ROLES = ("user", "assistant", "assistant", "assistant")
+
 AGENT_ANSWERS: dict[str, Any] = {
     "calls_file": "model-calls",
     "unknown": "no-such-agent",
@@ -166,10 +217,10 @@ AGENT_ANSWERS: dict[str, Any] = {
     "flat_compared": (3, 4, 5, 6),
     "kill_delay": 2.0,
     "heartbeat": 2,
-    "kill_first": ("weather in Oslo", "weather: sunny in Oslo", 4),
+    "kill_first": ("weather in Oslo", reply_is("weather: sunny in Oslo"), WEATHER_ROLES),
     # The first turn: 2 calls; the killed one: 1 killed with its worker, 2 on the replacement.
     "kill_calls": 5,
-    "weather_roles": ("user", "assistant", "tool", "assistant"),
+    "weather_roles": WEATHER_ROLES,
 }
 
 OPENAI = Framework(
@@ -209,11 +260,15 @@ LANGGRAPH = Framework(
     # checkpoint.
     kill_delay=30.0,
     heartbeat=2,
-    kill_first=("hello", "you said: hello (1 user messages so far)", 2),
+    kill_first=(
+        "hello",
+        reply_is("you said: hello (1 user messages so far)"),
+        ("user", "assistant"),
+    ),
     # The retried turn resumed at the tool node: the assistant step that finished before the
     # kill did not run again.
     kill_calls=("assistant", "assistant", "tools", "tools", "assistant"),
-    weather_roles=("user", "assistant", "tool", "assistant"),
+    weather_roles=WEATHER_ROLES,
 )
 
 ADK = Framework(
@@ -226,7 +281,8 @@ ADK = Framework(
         # call; heartbeats are due every 6 s, so a loaded machine's late beat is no timeout.
         "kill_delay": 5.0,
         "heartbeat": 6,
-        "weather_roles": ("user", "assistant", "assistant", "assistant"),
+        "weather_roles": ADK_WEATHER_ROLES,
+        "kill_first": ("weather in Oslo", reply_is("weather: sunny in Oslo"), ADK_WEATHER_ROLES),
     },
     id="google-adk",
     prefix="desk_",
@@ -247,6 +303,30 @@ PYDANTIC_AI = Framework(
     after_operations=reply_is_not("weather in Quito"),
     **AGENT_ANSWERS,
 )
+
+
+#: statecore's own model-backed session: tests/temporal/worker_process.py's offline model
+#: behind a delay, one call per turn (its worker serves any agent id, so ignores the name).
+MODEL_SESSION = KillCase(
+    id="model-session",
+    prefix="agent-",
+    worker_process="tests.temporal.worker_process",
+    calls_file="model-calls",
+    delay=3.0,
+    heartbeat=2,
+    first=("first", reply_has("user messages: 1,"), ("user", "assistant")),
+    second=("second", reply_has("user messages: 2,"), ("user", "assistant")),
+    under_way=2,
+    # k1, k2 (killed), k2 again on the new worker.
+    calls=3,
+)
+
+FRAMEWORKS = [
+    pytest.param(OPENAI, id=OPENAI.id),
+    pytest.param(LANGGRAPH, id=LANGGRAPH.id),
+    pytest.param(ADK, id=ADK.id, marks=pytest.mark.timeout(300)),
+    pytest.param(PYDANTIC_AI, id=PYDANTIC_AI.id),
+]
 
 
 class FrameworkEnv:
@@ -271,19 +351,12 @@ class FrameworkEnv:
             await store.close()
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(OPENAI, id=OPENAI.id),
-        pytest.param(LANGGRAPH, id=LANGGRAPH.id),
-        pytest.param(ADK, id=ADK.id, marks=pytest.mark.timeout(300)),
-        pytest.param(PYDANTIC_AI, id=PYDANTIC_AI.id),
-    ]
-)
+@pytest.fixture(params=FRAMEWORKS)
 def framework(request: pytest.FixtureRequest) -> Framework:
     return request.param  # type: ignore[no-any-return]
 
 
-def new_name(f: Framework) -> str:
+def new_name(f: Framework | KillCase) -> str:
     # Workflow ids are global on the shared dev server: a fresh agent name per test.
     return f"{f.prefix}{uuid.uuid4().hex[:8]}"
 
@@ -398,53 +471,65 @@ async def test_a_tool_that_raises_stores_nothing_and_the_session_goes_on(
     assert after.reply.content == answer and after.turn == 2
 
 
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(MODEL_SESSION, id=MODEL_SESSION.id),
+        *(pytest.param(p.values[0].kill, id=p.id, marks=p.marks) for p in FRAMEWORKS),
+    ],
+)
 async def test_worker_killed_mid_run_the_turn_is_stored_once(
-    framework: Framework, env: Env, dev_server: DevServer, tmp_path: Path
+    case: KillCase, env: Env, dev_server: DevServer, tmp_path: Path
 ) -> None:
-    f = framework
-    name = new_name(f)
-    queue = f"{env.task_queue}-{f.id}"
+    """The turn under way when its worker is SIGKILLed finishes on a replacement worker, is
+    stored once, and answers from its record when sent again; the session goes on."""
+    name = new_name(case)
+    queue = f"{env.task_queue}-{case.id}"
     sessions = env.new_client()
     sessions.task_queue = queue
-    calls = tmp_path / f.calls_file
+    calls = tmp_path / case.calls_file
 
     def start(delay: float) -> Any:
         return start_worker_process(
-            f.worker_process, dev_server.address, queue, env.database_url, tmp_path, delay, name
+            case.worker_process, dev_server.address, queue, env.database_url, tmp_path, delay, name
         )
 
-    worker, replacement = start(f.kill_delay), None
+    worker, replacement = start(case.delay), None
+    beat = case.heartbeat
     try:
         # Importing the framework and starting the worker is slow on a loaded machine.
         await wait_for_file(tmp_path / "worker-ready", within=180)
-        message, answer, stored = f.kill_first
+        message, check_first, first_roles = case.first
+        killed, check_killed, killed_roles = case.second
         first = await sessions.send(
-            name, "kill", message, turn_id="k1", model_heartbeat_seconds=f.heartbeat
+            name, "kill", message, turn_id="k1", model_heartbeat_seconds=beat
         )
-        assert first.reply.content == answer
+        check_first(first.reply.content)
         pending = asyncio.ensure_future(
-            sessions.send(
-                name, "kill", "weather in Rome", turn_id="k2", model_heartbeat_seconds=f.heartbeat
-            )
+            sessions.send(name, "kill", killed, turn_id="k2", model_heartbeat_seconds=beat)
         )
-        await wait_for_file(calls, lines=3, within=60)  # k2's model call (or node) is under way
+        # k2's model call (or node) is under way.
+        await wait_for_file(calls, lines=case.under_way, within=60)
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
         replacement = start(0.1)
         second = await asyncio.wait_for(pending, timeout=120)
-        assert second.turn == 2 and second.reply.content == "weather: sunny in Rome"
+        assert second.turn == 2 and not second.duplicate
+        check_killed(second.reply.content)
         ran = calls.read_text().splitlines()
-        if isinstance(f.kill_calls, int):
-            assert len(ran) == f.kill_calls, ran
+        if isinstance(case.calls, int):
+            assert len(ran) == case.calls, ran
         else:
-            assert tuple(ran) == f.kill_calls
+            assert tuple(ran) == case.calls
         log = await sql_messages(env.database_url, name, "kill")
-        assert [m.seq for m in log] == list(range(1, stored + 5))
-        assert [m.turn_id for m in log] == ["k1"] * stored + ["k2"] * 4
-        assert tuple(m.role for m in log[stored:]) == f.weather_roles
+        assert [m.seq for m in log] == list(range(1, len(first_roles) + len(killed_roles) + 1))
+        assert [m.turn_id for m in log] == ["k1"] * len(first_roles) + ["k2"] * len(killed_roles)
+        assert tuple(m.role for m in log) == first_roles + killed_roles
         # Sending the committed turn again calls no model (runs no node).
-        again = await sessions.send(name, "kill", "weather in Rome", turn_id="k2")
+        again = await sessions.send(name, "kill", killed, turn_id="k2")
         assert again.reply.content == second.reply.content
         assert len(calls.read_text().splitlines()) == len(ran)
+        after = await sessions.send(name, "kill", message, turn_id="k3")
+        assert after.turn == 3
     finally:
         kill_all(worker, replacement)
