@@ -2,12 +2,13 @@
 OpenAI Agents SDK agents, LangGraph graphs, Google ADK agents and Pydantic AI agents; the
 killed-worker scenario also for statecore's own model-backed session.
 
-Each scenario runs against a ``Framework``: how to register its agent with the plugin, the
-worker-process module the kill test SIGKILLs, and what its deterministic model (or graph
-nodes) answers where the frameworks' answers differ. The frameworks, the plugin, the worker,
-the workflow and the database are the real ones; only the models are rules. What is specific
-to one framework stays in its own file (test_openai_agent_turns.py, test_langgraph_turns.py,
-test_adk_agent_turns.py, test_pydantic_ai_turns.py).
+Each scenario runs against a ``Framework``: how to register its agent with the plugin (the kill
+test's worker process, tests/temporal/framework_worker_process.py, builds them alike), and
+what its deterministic model (or graph nodes) answers where the frameworks' answers differ.
+The frameworks, the plugin, the worker, the workflow and the database are the real ones; only
+the models are rules. What is specific to one framework stays in its own file
+(test_openai_agent_turns.py, test_langgraph_turns.py, test_adk_agent_turns.py,
+test_pydantic_ai_turns.py).
 """
 
 from __future__ import annotations
@@ -101,9 +102,11 @@ class KillCase:
     id: str
     #: The agent name's prefix (ADK app names are identifiers: no dash).
     prefix: str
-    #: The module run as the worker (tests/temporal/*worker_process.py), and the file under its
-    #: marker directory it appends a line to per model call or node run.
+    #: The module run as the worker (tests/temporal/*worker_process.py) and its arguments after
+    #: the agent name, and the file under its marker directory it appends a line to per model
+    #: call or node run.
     worker_process: str
+    worker_args: tuple[str, ...]
     calls_file: str
     #: The first worker's model (or tool node) delay, and the model heartbeat.
     delay: float
@@ -129,9 +132,8 @@ class Framework:
     #: ``{name: agent}`` for ``StatecorePlugin(agents=...)``; every model call (or graph node
     #: run) appends a line to the file given.
     agents: Callable[[str, Path], dict[str, Any]]
-    #: The module the kill test runs as its worker (tests/temporal/*_worker_process.py), and
-    #: the file under its marker directory it appends a line to per model call or node run.
-    worker_process: str
+    #: The file under the marker directory its agent (as built here, or in the kill test's
+    #: tests/temporal/framework_worker_process.py) appends a line to per model call or node run.
     calls_file: str
     #: The model name a session asks for that the worker does not have.
     unknown: str
@@ -172,7 +174,8 @@ class Framework:
         return KillCase(
             id=self.id,
             prefix=self.prefix,
-            worker_process=self.worker_process,
+            worker_process="tests.temporal.framework_worker_process",
+            worker_args=(self.id,),
             calls_file=self.calls_file,
             delay=self.kill_delay,
             heartbeat=self.heartbeat,
@@ -227,7 +230,6 @@ OPENAI = Framework(
     id="openai-agents",
     prefix="desk-",
     agents=openai_agent,
-    worker_process="tests.temporal.agent_worker_process",
     hints=True,
     # The oldest user message is out of the compacted window.
     after_operations=reply_lacks("weather in Quito"),
@@ -238,7 +240,6 @@ LANGGRAPH = Framework(
     id="langgraph",
     prefix="graph-",
     agents=langgraph_graph,
-    worker_process="tests.temporal.graph_worker_process",
     calls_file="node-calls",
     unknown="no-such-graph",
     greeting=("hi", "you said: hi (1 user messages so far)"),
@@ -287,7 +288,6 @@ ADK = Framework(
     id="google-adk",
     prefix="desk_",
     agents=adk_agent,
-    worker_process="tests.temporal.adk_worker_process",
     hints=True,
     # The run after compaction starts from the window: the first user message is out.
     after_operations=reply_is("nothing yet"),
@@ -297,7 +297,6 @@ PYDANTIC_AI = Framework(
     id="pydantic-ai",
     prefix="pdesk-",
     agents=pydantic_ai_agent,
-    worker_process="tests.temporal.pydantic_ai_worker_process",
     hints=True,
     # The oldest user message is out of the compacted window.
     after_operations=reply_is_not("weather in Quito"),
@@ -311,6 +310,7 @@ MODEL_SESSION = KillCase(
     id="model-session",
     prefix="agent-",
     worker_process="tests.temporal.worker_process",
+    worker_args=(),
     calls_file="model-calls",
     delay=3.0,
     heartbeat=2,
@@ -491,7 +491,14 @@ async def test_worker_killed_mid_run_the_turn_is_stored_once(
 
     def start(delay: float) -> Any:
         return start_worker_process(
-            case.worker_process, dev_server.address, queue, env.database_url, tmp_path, delay, name
+            case.worker_process,
+            dev_server.address,
+            queue,
+            env.database_url,
+            tmp_path,
+            delay,
+            name,
+            *case.worker_args,
         )
 
     worker, replacement = start(case.delay), None
