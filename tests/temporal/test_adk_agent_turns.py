@@ -7,7 +7,6 @@ real ones.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -22,7 +21,6 @@ from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
 from tests.integrations.google_adk.adk_agents import RuleLlm, build_agent
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.worker_kill import session_status, until_status
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -118,36 +116,6 @@ async def test_a_sub_agent_answers_after_a_transfer(agent_env: AgentEnv) -> None
     handed = await a.sessions.send(a.name, "s2", "specialist", turn_id="p1")
     assert handed.reply.content == "specialist here"
     assert authors(await a.log("s2")) == ["user", "desk", "desk", "specialist"]
-
-
-async def test_migrate_and_close_an_adk_session(dev_server: DevServer) -> None:
-    """The session moves to another task queue and goes on there, then closes; closing keeps
-    every event in SQL, readable through the standalone service."""
-    name = f"desk_{uuid.uuid4().hex[:8]}"
-    async with fresh_database("sqlite", "adkops") as url:
-        async with running_env(dev_server, url, agents={name: build_agent()}) as first:
-            s = first.sessions
-            await s.send(name, "ops", "weather in Oslo", turn_id="q1")
-            handle = s.handle(name, "ops")
-            second_queue = first.task_queue + "-b"
-            await s.migrate(name, "ops", second_queue)
-            for _ in range(100):
-                if (await handle.describe()).task_queue == second_queue:
-                    break
-                await asyncio.sleep(0.1)
-            assert (await handle.describe()).task_queue == second_queue
-        agents = {name: build_agent()}
-        async with running_env(dev_server, url, task_queue=second_queue, agents=agents) as second:
-            moved = await second.sessions.send(name, "ops", "what did I say", turn_id="q2")
-            assert moved.turn == 2 and moved.reply.content == "weather in Oslo"
-            await second.sessions.close(name, "ops")
-            await until_status(lambda: session_status(second.sessions, name, "ops"), "closed")
-        service = StatecoreSessionService(database_url=url)
-        try:
-            session = await service.get_session(app_name=name, user_id="user", session_id="ops")
-        finally:
-            await service.close()
-        assert session is not None and len(session.events) == 6
 
 
 @pytest.mark.parametrize(

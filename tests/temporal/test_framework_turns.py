@@ -14,8 +14,11 @@ test_pydantic_ai_turns.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ import pytest
 from statecore.contract._session import workflow_id_for
 from statecore.core._errors import AgentRunError, SessionPausedError, UnknownAgentError
 from statecore.core._models import SessionRef, StoredMessage
+from statecore.integrations.google_adk import StatecoreSessionService
 from statecore.integrations.langgraph import StatecoreSaver
 from statecore.integrations.langgraph._turns import thread_id_for
 from statecore.integrations.pydantic_ai import PydanticAIAgentTurn
@@ -95,6 +99,17 @@ async def langgraph_checkpoints(url: str, agent: str, session: str) -> int:
         await store.close()
 
 
+async def adk_events(url: str, agent: str, session: str) -> int:
+    """The events ADK's own session service reads back for the session."""
+    service = StatecoreSessionService(database_url=url)
+    try:
+        read = await service.get_session(app_name=agent, user_id="user", session_id=session)
+    finally:
+        await service.close()
+    assert read is not None
+    return len(read.events)
+
+
 @dataclass(frozen=True)
 class KillCase:
     """A worker SIGKILLed inside a turn's model call (or graph node), for one kind of session."""
@@ -141,8 +156,13 @@ class Framework:
     greeting: tuple[str, str]
     #: Framework state kept beside the messages (LangGraph's checkpoints), counted.
     checkpoints: Callable[[str, str, str], Awaitable[int]]
-    #: A message that recalls the conversation, and its answer when there is none.
+    #: A message that recalls the conversation, its answer when there is none, and its answer
+    #: after one "weather in Oslo" turn.
     recall: tuple[str, str]
+    recall_after_oslo: str
+    #: How many messages the framework's own API reads back for a session (ADK's
+    #: StatecoreSessionService), where it has one to check.
+    own_reading: Callable[[str, str, str], Awaitable[int]] | None
     #: Whether the operator scenario adds a hint and compacts, and what ``recall`` is answered
     #: after the operator's steps (on the compacted window, where it compacts).
     hints: bool
@@ -212,6 +232,8 @@ AGENT_ANSWERS: dict[str, Any] = {
     "greeting": ("again", "echo: again"),
     "checkpoints": no_checkpoints,
     "recall": ("what did I say", "nothing yet"),
+    "recall_after_oslo": "weather in Oslo",
+    "own_reading": None,
     "compacts": True,
     "before_failure": "hello",
     "failure": "the tool exploded",
@@ -246,6 +268,8 @@ LANGGRAPH = Framework(
     checkpoints=langgraph_checkpoints,
     # A reset conversation starts the graph's thread afresh too.
     recall=("hello", "you said: hello (1 user messages so far)"),
+    recall_after_oslo="you said: hello (2 user messages so far)",
+    own_reading=None,
     # The graph's state is its thread's checkpoints, not the conversation's window.
     hints=False,
     compacts=False,
@@ -284,6 +308,7 @@ ADK = Framework(
         "heartbeat": 6,
         "weather_roles": ADK_WEATHER_ROLES,
         "kill_first": ("weather in Oslo", reply_is("weather: sunny in Oslo"), ADK_WEATHER_ROLES),
+        "own_reading": adk_events,
     },
     id="google-adk",
     prefix="desk_",
@@ -469,6 +494,67 @@ async def test_a_tool_that_raises_stores_nothing_and_the_session_goes_on(
     message, answer = f.after_failure
     after = await a.sessions.send(a.name, "s4", message, turn_id="e3")
     assert after.reply.content == answer and after.turn == 2
+
+
+async def test_search_attributes_migrate_close_and_the_cli(
+    framework: Framework, dev_server: DevServer, tmp_path: Path
+) -> None:
+    """The rest of the operator contract on a framework's session: it is found through its
+    search attributes, the `statecore` CLI describes it, it moves to another task queue and
+    goes on there, and closes; closing keeps its messages in SQL."""
+    f = framework
+    name, calls = new_name(f), tmp_path / f.calls_file
+    async with fresh_database("sqlite", "fwops") as url:
+        async with running_env(dev_server, url, agents=f.agents(name, calls)) as first:
+            s = first.sessions
+            await s.send(name, "ops", "weather in Oslo", turn_id="q1")
+            handle = s.handle(name, "ops")
+            query = f"StatecoreAgentId = '{name}' AND StatecoreStatus = 'active'"
+            found: list[str] = []
+            for _ in range(100):  # visibility is eventually consistent
+                found = [w.id async for w in first.client.list_workflows(query)]
+                if found:
+                    break
+                await asyncio.sleep(0.1)
+            assert found == [handle.id]
+
+            cli = [
+                str(Path(sys.executable).with_name("statecore")),
+                "--address",
+                dev_server.address,
+                "--task-queue",
+                first.task_queue,
+                "--json",
+                "describe",
+                name,
+                "ops",
+            ]
+            done = await asyncio.to_thread(
+                subprocess.run, cli, capture_output=True, text=True, timeout=120, check=False
+            )
+            assert done.returncode == 0, done.stderr
+            described = json.loads(done.stdout)
+            assert described["checkpoint"]["turn"] == 1, described
+
+            second_queue = first.task_queue + "-b"
+            await s.migrate(name, "ops", second_queue)
+            for _ in range(100):
+                if (await handle.describe()).task_queue == second_queue:
+                    break
+                await asyncio.sleep(0.1)
+            assert (await handle.describe()).task_queue == second_queue
+        # The first worker is gone; only a worker on the second queue can answer now.
+        agents = f.agents(name, calls)
+        async with running_env(dev_server, url, task_queue=second_queue, agents=agents) as second:
+            moved = await second.sessions.send(name, "ops", f.recall[0], turn_id="q2")
+            assert moved.turn == 2 and moved.reply.content == f.recall_after_oslo
+            await second.sessions.close(name, "ops")
+            await until_status(lambda: session_status(second.sessions, name, "ops"), "closed")
+        # Closing kept the state: both turns' messages are still in SQL.
+        log = await sql_messages(url, name, "ops")
+        assert {m.turn_id for m in log} == {"q1", "q2"} and len(log) == 6
+        if f.own_reading is not None:
+            assert await f.own_reading(url, name, "ops") == len(log)
 
 
 @pytest.mark.parametrize(
