@@ -120,7 +120,7 @@ REFERENCES: list[Reference] = [
     ),
     Reference(
         "OpenAI Agents SDK agents as turns (`StatecorePlugin(agents=...)`)",
-        "tests/temporal/test_openai_agent_turns.py,"
+        "tests/temporal/test_framework_turns.py,"
         " tests/integrations/openai_agents/test_agent_turn_activity.py,"
         " tests/temporal/test_send_options.py",
         "a session naming an agent or model the worker does not have (`UnknownAgent`, naming"
@@ -138,7 +138,7 @@ REFERENCES: list[Reference] = [
     ),
     Reference(
         "Pydantic AI agents as turns (`StatecorePlugin(agents=...)`)",
-        "tests/temporal/test_pydantic_ai_turns.py",
+        "tests/temporal/test_framework_turns.py, tests/temporal/test_pydantic_ai_turns.py",
         "an agent the worker does not have (`UnknownAgent`); a tool that raises"
         " (`AgentRunFailed`); a part over 512 KiB (`ContentTooLarge`); a stored message that does"
         " not parse (`InvalidInput`): nothing stored, the next turn commits",
@@ -155,7 +155,7 @@ REFERENCES: list[Reference] = [
     ),
     Reference(
         "Google ADK agents as turns (`StatecorePlugin(agents=...)`)",
-        "tests/temporal/test_adk_agent_turns.py",
+        "tests/temporal/test_framework_turns.py",
         "a session naming an agent or model the worker does not have (`UnknownAgent`); a run that"
         " raises in a tool (`AgentRunFailed`): nothing stored, the next turn commits",
     ),

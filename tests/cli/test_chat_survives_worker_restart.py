@@ -17,6 +17,7 @@ from tests.dbs import fresh_database
 from tests.temporal.worker_kill import (
     ROOT,
     assert_exactly_once,
+    kill_all,
     sql_messages,
     start_worker,
     wait_for_file,
@@ -96,7 +97,4 @@ async def test_chat_goes_on_across_a_killed_worker_and_stores_each_message_once(
             if chat is not None and chat.returncode is None:
                 chat.kill()
                 await chat.wait()
-            for proc in (worker, replacement):
-                if proc is not None and proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
+            kill_all(worker, replacement)

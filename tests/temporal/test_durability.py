@@ -1,11 +1,10 @@
-"""Long life: continue-as-new under traffic, migration, a killed worker, TTL close and reopen."""
+"""Long life: continue-as-new under traffic, migration, TTL close and reopen. (A worker killed
+mid-turn: tests/temporal/test_framework_turns.py, for every kind of session.)"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import signal
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -16,13 +15,7 @@ import pytest
 from statecore.temporal._devserver import DevServer, start_dev_server
 from tests.dbs import fresh_database
 from tests.temporal.conftest import Env, running_env
-from tests.temporal.worker_kill import (
-    assert_exactly_once,
-    kill_all,
-    sql_messages,
-    start_worker,
-    wait_for_file,
-)
+from tests.temporal.worker_kill import assert_exactly_once, sql_messages
 
 
 @pytest.fixture(scope="module")
@@ -201,35 +194,6 @@ async def test_migrate_moves_the_session_to_another_task_queue(dev_server: DevSe
                 "migrated" in (report.checkpoint.last_operation or "")
                 or report.checkpoint.turn == 2
             )
-
-
-async def test_worker_killed_mid_turn_the_turn_completes_once(
-    env: Env, dev_server: DevServer, tmp_path: Path
-) -> None:
-    queue = env.task_queue + "-proc"
-    sessions = env.new_client()
-    sessions.task_queue = queue
-    worker = start_worker(dev_server.address, queue, env.database_url, tmp_path, delay=3.0)
-    replacement = None
-    try:
-        await wait_for_file(tmp_path / "worker-ready")
-        await sessions.send(env.agent, "kill", "first", turn_id="k1", model_heartbeat_seconds=2)
-        pending = asyncio.ensure_future(
-            sessions.send(env.agent, "kill", "second", turn_id="k2", model_heartbeat_seconds=2)
-        )
-        await wait_for_file(tmp_path / "model-calls", lines=2)  # turn k2 is inside the model
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
-        replacement = start_worker(dev_server.address, queue, env.database_url, tmp_path, delay=0.2)
-        result = await asyncio.wait_for(pending, timeout=90)
-        assert result.turn == 2 and not result.duplicate
-        calls = (tmp_path / "model-calls").read_text().splitlines()
-        assert len(calls) == 3, calls  # k1, k2 (killed), k2 again on the new worker
-        assert_exactly_once(await sql_messages(env.database_url, env.agent, "kill"), ["k1", "k2"])
-        after = await sessions.send(env.agent, "kill", "third", turn_id="k3")
-        assert after.turn == 3
-    finally:
-        kill_all(worker, replacement)
 
 
 async def test_idle_session_closes_after_ttl_and_reopens_from_sql(env: Env) -> None:
