@@ -30,6 +30,8 @@ from tests.temporal.worker_kill import (
 DIALECTS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgresql", id="postgres", marks=pytest.mark.postgres),
+    # MariaDB readers poll, as SQLite's do, on a server database.
+    pytest.param("mysql", id="mariadb", marks=pytest.mark.mariadb),
 ]
 #: A message long enough that its echo streams as dozens of words.
 LONG = " ".join(f"word{i}" for i in range(40))
