@@ -35,6 +35,13 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_TASK_QUEUE": "statecore.contract._session",
     "WORKFLOW_TYPE": "statecore.contract._session",
     "workflow_id_for": "statecore.contract._session",
+    # A turn's reply as it is generated (AgentSessionClient.stream, docs/streaming.md).
+    "FinalEvent": "statecore.contract._streams",
+    "RestartedEvent": "statecore.contract._streams",
+    "StreamPosition": "statecore.contract._streams",
+    "TextEvent": "statecore.contract._streams",
+    "ToolCallEvent": "statecore.contract._streams",
+    "TurnEvent": "statecore.contract._streams",
     # The data.
     "Message": "statecore.core._models",
     "StoredMessage": "statecore.core._models",
@@ -155,6 +162,7 @@ __all__ = [
     "DriverMissingError",
     "EmptyContentError",
     "EncryptionCodec",
+    "FinalEvent",
     "FlowCheckpoint",
     "InvalidIdentifierError",
     "InvalidInputError",
@@ -173,6 +181,7 @@ __all__ = [
     "PayloadDecryptionError",
     "PayloadTooLargeError",
     "ResetRefusedError",
+    "RestartedEvent",
     "RevisionConflictError",
     "ScopedState",
     "SendMessageInput",
@@ -200,13 +209,17 @@ __all__ = [
     "StatecoreError",
     "StatecorePlugin",
     "StoredMessage",
+    "StreamPosition",
     "TemporalRequestError",
+    "TextEvent",
     "TokenUsage",
     "ToolBinding",
     "ToolCall",
+    "ToolCallEvent",
     "ToolCallInput",
     "ToolCallResult",
     "Turn",
+    "TurnEvent",
     "TurnNotFoundError",
     "TurnResult",
     "TurnSession",
@@ -257,6 +270,14 @@ if TYPE_CHECKING:
         SessionReport,
         TurnResult,
         workflow_id_for,
+    )
+    from statecore.contract._streams import (
+        FinalEvent,
+        RestartedEvent,
+        StreamPosition,
+        TextEvent,
+        ToolCallEvent,
+        TurnEvent,
     )
     from statecore.core._change_events import ChangeEvent
     from statecore.core._errors import (

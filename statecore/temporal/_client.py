@@ -165,6 +165,8 @@ class AgentSessionClient:
         )
         #: The sessions' database, which ``stream`` reads replies from as they are generated.
         self.store = store
+        #: Sends of turns whose reader left before the end (see ``stream``).
+        self._detached: set[asyncio.Future[TurnResult]] = set()
 
     def check_fits_budget(self, message: SendMessageInput, profile: SessionProfile) -> None:
         """Raise ContextBudgetError if ``message`` alone (with the reply's priming) is over
@@ -390,10 +392,15 @@ class AgentSessionClient:
             ):
                 yield event
         finally:
-            if not update.done():
-                update.cancel()
-            with contextlib.suppress(BaseException):
-                await update
+            if content is None:
+                update.cancel()  # only a watch on the turn: the turn goes on without it
+                with contextlib.suppress(BaseException):
+                    await update
+            elif not update.done():
+                # The reader left early: the turn it sent must not depend on it, so its send
+                # runs to its end (within retry_for) on its own.
+                self._detached.add(update)
+                update.add_done_callback(_forget_detached(self._detached))
 
     async def _turn_result(self, agent_id: str, session_id: str, turn_id: str) -> TurnResult:
         """The result of the session's turn ``turn_id`` (its update), once it has one. An
@@ -531,6 +538,17 @@ class AgentSessionClient:
             return report
         except (WorkflowUpdateFailedError, RPCError) as err:
             raise _typed(err) from err
+
+
+def _forget_detached(
+    detached: set[asyncio.Future[TurnResult]],
+) -> Callable[[asyncio.Future[TurnResult]], None]:
+    def forget(done: asyncio.Future[TurnResult]) -> None:
+        detached.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            log.info("a streamed turn whose reader left failed: %s", done.exception())
+
+    return forget
 
 
 def _check_seconds(
