@@ -264,3 +264,35 @@ async def test_a_slow_reader_does_not_slow_the_turn(env: Env) -> None:
         assert replayed_text(events) == final.result.reply.content
     finally:
         await store.close()
+
+
+async def test_an_openai_compatible_model_streams_through_the_turn(
+    env_factory: Callable[..., Any],
+) -> None:
+    from statecore.llm import OpenAICompatibleModel
+    from tests.llm.model_server import ModelServer, streamed
+
+    server = ModelServer().start()
+    pieces = [f"piece{i} " for i in range(12)]
+    server.play(streamed(pieces, usage={"prompt_tokens": 5, "completion_tokens": 12},
+                         chunk_delay=0.03))  # fmt: skip
+    model = OpenAICompatibleModel(server.base_url, model="served", streams=True)
+    try:
+        async with (
+            fresh_database("sqlite", "oai-stream") as url,
+            env_factory(url, models={"default": model}) as env,
+        ):
+            store = await open_store(url)
+            try:
+                sessions = env.new_client(store=store)
+                events = [e async for e in sessions.stream(env.agent, "oai", "hi")]
+            finally:
+                await store.close()
+    finally:
+        await model.aclose()
+        server.stop()
+    final = events[-1]
+    assert isinstance(final, FinalEvent)
+    assert final.result.reply.content == "".join(pieces)
+    assert replayed_text(events) == final.result.reply.content
+    assert sum(isinstance(e, TextEvent) for e in events) >= 3
