@@ -143,9 +143,17 @@ class StreamCursor:
         return events
 
     def on_commit(self, reply: Message, result: TurnResult) -> list[object]:
-        """The rest of the committed reply and the final event. When what the reader has is
-        not the beginning of the committed reply (its attempt was replaced and the retry
-        committed before the reader saw the retry's row), a restart first, then all of it."""
+        """The rest of the committed reply and the final event (``on_committed_text``, then
+        ``final``)."""
+        return [*self.on_committed_text(reply), self.final(result)]
+
+    def final(self, result: TurnResult) -> FinalEvent:
+        return FinalEvent(turn_id=self.turn_id, result=result)
+
+    def on_committed_text(self, reply: Message) -> list[object]:
+        """The rest of the committed reply. When what the reader has is not the beginning of
+        the committed reply (its attempt was replaced and the retry committed before the
+        reader saw the retry's row), a restart first, then all of it."""
         events: list[object] = []
         pos = self.position
         text = reply.content
@@ -160,5 +168,4 @@ class StreamCursor:
             pos = self._moved(offset=0, calls=0, crc=0)
             events.append(RestartedEvent(turn_id=self.turn_id, attempt=None, position=pos))
         events.extend(self.on_row(pos.attempt, text, tuple(reply.tool_calls)))
-        events.append(FinalEvent(turn_id=self.turn_id, result=result))
         return events

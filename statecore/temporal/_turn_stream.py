@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 
 from temporalio.service import RPCError, RPCStatusCode
 
+from statecore.contract._activities import CommitTurnResult
 from statecore.contract._session import ReplyMessage, TurnResult
 from statecore.contract._streams import StreamCursor, StreamPosition, TurnEvent
 from statecore.core._errors import StatecoreError, TurnNotFoundError
@@ -68,9 +69,10 @@ async def follow_turn(
                     store, lambda tx: find_turn(tx, ref, turn_id), read_only=True
                 )
                 if committed is not None:
-                    reply, result = await _outcome(committed, update, turn_id)
-                    for event in cursor.on_commit(reply, result):
+                    # The rest of the text at once; the result may take the update's answer.
+                    for event in cursor.on_committed_text(_committed_reply(committed)):
                         yield event  # type: ignore[misc]
+                    yield cursor.final(await _outcome(committed, update, turn_id))
                     return
             if update is not None and update.done():
                 error = update.exception()
@@ -114,22 +116,24 @@ def _reply_message(result: TurnResult) -> Message:
     )
 
 
-async def _outcome(
-    committed: object, update: asyncio.Future[TurnResult] | None, turn_id: str
-) -> tuple[Message, TurnResult]:
-    """The committed reply, and the turn's result: the update's when it has one (within a
-    short wait: it answers right after the commit), else built from the record."""
-    from statecore.contract._activities import CommitTurnResult
-
-    assert isinstance(committed, CommitTurnResult)
+def _committed_reply(committed: CommitTurnResult) -> Message:
     outcome = committed.result
-    reply = outcome.reply if outcome is not None else Message(role="assistant", content="")
+    return outcome.reply if outcome is not None else Message(role="assistant", content="")
+
+
+async def _outcome(
+    committed: CommitTurnResult, update: asyncio.Future[TurnResult] | None, turn_id: str
+) -> TurnResult:
+    """The turn's result: the update's when it has one (within a short wait: it answers
+    right after the commit), else built from the record."""
     if update is not None and not update.done():
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(update), UPDATE_ANSWER_WAIT_SECONDS)
     if update is not None and update.done() and update.exception() is None:
-        return reply, update.result()
-    return reply, TurnResult(
+        return update.result()
+    outcome = committed.result
+    reply = _committed_reply(committed)
+    return TurnResult(
         turn=committed.turn,
         turn_id=turn_id,
         reply=ReplyMessage(
