@@ -296,3 +296,36 @@ async def test_an_openai_compatible_model_streams_through_the_turn(
     assert final.result.reply.content == "".join(pieces)
     assert replayed_text(events) == final.result.reply.content
     assert sum(isinstance(e, TextEvent) for e in events) >= 3
+
+
+@pytest.mark.parametrize("streaming_env", DIALECTS[:1], indirect=True)
+async def test_pause_describe_compact_and_migrate_treat_a_streamed_turn_as_any_other(
+    streaming_env: tuple[Env, StateStore], env_factory: Callable[..., Any]
+) -> None:
+    from statecore.core._errors import SessionPausedError
+
+    env, store = streaming_env
+    sessions = env.new_client(store=store)
+    for i in range(3):
+        async for _ in sessions.stream(env.agent, "ops", f"message {i}", turn_id=f"t{i}"):
+            pass
+    report = await sessions.describe(env.agent, "ops")
+    assert report.checkpoint.turn == 3
+    await sessions.pause(env.agent, "ops", "maintenance")
+    with pytest.raises(SessionPausedError):
+        async for _ in sessions.stream(env.agent, "ops", "refused", turn_id="t-paused"):
+            pass
+    await sessions.resume(env.agent, "ops")
+    compacted = await sessions.compact(env.agent, "ops", strategy="recent", max_messages=2)
+    assert compacted.checkpoint.turn == 3
+    # Migrated to another queue (a worker on the same database), it streams there too.
+    async with env_factory(env.database_url, task_queue=env.task_queue + "-b") as second:
+        await sessions.migrate(env.agent, "ops", second.task_queue)
+        moved = second.new_client(store=store)
+        events = [e async for e in moved.stream(env.agent, "ops", "after the move", turn_id="t3")]
+        final = events[-1]
+        assert isinstance(final, FinalEvent) and final.result.turn == 4
+        assert replayed_text(events) == final.result.reply.content
+    assert_exactly_once(
+        await sql_messages(env.database_url, env.agent, "ops"), ["t0", "t1", "t2", "t3"]
+    )
