@@ -192,3 +192,74 @@ async def test_a_retry_announces_itself_and_a_failing_database_only_stops_stream
     failing.add_text("y")  # still accepted; nothing is written
     await failing.stop()
     assert failing.writes == 0
+
+
+# --- the model call's activity, run in an ActivityEnvironment ------------------------------------
+
+
+class Breaking:
+    """Streams a few words, then fails with ``error``."""
+
+    name = "breaking"
+    streams = True
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        raise self.error
+
+    async def stream(self, request: ModelRequest) -> Any:
+        for word in ("one ", "two ", "three "):
+            await asyncio.sleep(0.03)
+            yield TextDelta(word)
+        raise self.error
+
+
+async def run_generate(model: Any, turn_id: str) -> tuple[MemoryStateStore, Any]:
+    from temporalio.testing import ActivityEnvironment
+
+    from statecore.activities._resources import WorkerResources
+    from statecore.activities._turns import TurnActivities
+    from statecore.contract._activities import CommitTurnInput, GenerateInput
+
+    store = MemoryStateStore()
+    resources = WorkerResources(models={"default": model})
+    resources.attach(store)
+    message = Message(role="user", content="hello")
+    commit = CommitTurnInput(ref=REF, turn_id=turn_id, turn=1, messages=[message])
+    request = GenerateInput(ref=REF, turn_id=turn_id, commit=commit)
+    try:
+        outcome: Any = await ActivityEnvironment().run(TurnActivities(resources).generate, request)
+    except BaseException as exc:  # the test looks at it
+        outcome = exc
+    return store, outcome
+
+
+async def test_a_streamed_turn_commits_and_leaves_no_row() -> None:
+    store, outcome = await run_generate(OfflineModel(token_delay=0.01), "t")
+    assert outcome.commit is not None and outcome.commit.turn == 1
+    assert await store.turn_streams.count(REF) == 0
+
+
+async def test_a_failing_model_stops_its_writer_and_a_final_failure_removes_the_row() -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from statecore.core._errors import ModelError, ModelUnavailableError
+
+    before = len(asyncio.all_tasks())
+    # Retryable: the row stays for the retry to replace (readers see the restart then).
+    store, outcome = await run_generate(Breaking(ModelUnavailableError("down")), "t1")
+    # The activity reports statecore's errors as Temporal failures with their codes.
+    assert isinstance(outcome, ApplicationError) and outcome.type == "ModelUnavailable"
+    row = await store.turn_streams.read(REF, "t1")
+    assert row is not None and row.text.startswith("one ")
+    # Not retryable: the turn fails for good, and its row goes.
+    store, outcome = await run_generate(Breaking(ModelError("refused")), "t2")
+    assert isinstance(outcome, ApplicationError) and outcome.type == "ModelError"
+    assert await store.turn_streams.read(REF, "t2") is None
+    # Anything else (a bug in the model): the writer stops all the same.
+    store, outcome = await run_generate(Breaking(RuntimeError("bug")), "t3")
+    assert isinstance(outcome, BaseException) and "bug" in str(outcome)
+    await asyncio.sleep(0.05)
+    assert len(asyncio.all_tasks()) <= before  # no writer left behind

@@ -161,10 +161,12 @@ class TurnActivities:
         writer = _stream_writer(self._r, input) if input.commit is not None else None
         try:
             response: ModelResponse = await _heartbeating(_generate(model, request, writer))
-        except ModelError as exc:
+        except BaseException as exc:
+            # Whatever ended the call (a model error, the activity's cancellation), the writer
+            # stops with it rather than outliving the attempt.
             if writer is not None:
                 await writer.stop()
-                if not isinstance(exc, ModelUnavailableError):
+                if isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError):
                     await writer.finish()  # no retry will replace this attempt's output
             raise
         if writer is not None:
