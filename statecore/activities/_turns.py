@@ -348,19 +348,31 @@ async def _run_agent_turn(
 ) -> GenerateResult:
     """Run a framework agent for the turn and commit what it produced with the turn record.
 
-    The run writes nothing itself; a run that raises leaves the session as it was."""
-    outcome = await _heartbeating(
-        runner.run_turn(
-            AgentTurnRequest(
-                store=resources.store,
-                ref=input.ref,
-                turn_id=input.turn_id,
-                new_messages=list(commit.messages),
-                profile=input.profile,
-                counter=resources.counter,
+    The run writes nothing itself; a run that raises leaves the session as it was. A runner
+    that streams hands the reply's text to this attempt's stream writer as it comes."""
+    writer = _stream_writer(resources, input)
+    try:
+        outcome = await _heartbeating(
+            runner.run_turn(
+                AgentTurnRequest(
+                    store=resources.store,
+                    ref=input.ref,
+                    turn_id=input.turn_id,
+                    new_messages=list(commit.messages),
+                    profile=input.profile,
+                    counter=resources.counter,
+                    on_text=writer.add_text if writer is not None else None,
+                )
             )
         )
-    )
+    except BaseException as exc:
+        if writer is not None:
+            await writer.stop()
+            if isinstance(exc, StatecoreError) and not isinstance(exc, ModelUnavailableError):
+                await writer.finish()  # refused for good: no retry replaces this output
+        raise
+    if writer is not None:
+        await writer.stop()
     reply = outcome.reply
     full = commit.model_copy(
         update={
@@ -372,7 +384,11 @@ async def _run_agent_turn(
             ),
         }
     )
-    done = await _commit(resources, full, started, looked_up=True, also=outcome.store_writes)
+    try:
+        done = await _commit(resources, full, started, looked_up=True, also=outcome.store_writes)
+    finally:
+        if writer is not None:
+            await writer.finish()
     if done.duplicate:
         return _duplicate(done)
     return GenerateResult(
