@@ -263,3 +263,13 @@ async def test_a_failing_model_stops_its_writer_and_a_final_failure_removes_the_
     assert isinstance(outcome, BaseException) and "bug" in str(outcome)
     await asyncio.sleep(0.05)
     assert len(asyncio.all_tasks()) <= before  # no writer left behind
+
+
+def test_the_plugin_takes_a_flush_interval_and_checks_it() -> None:
+    from statecore.temporal._plugin import StatecorePlugin
+
+    plugin = StatecorePlugin("sqlite+aiosqlite://", stream_flush_seconds=0.005)
+    assert plugin.resources.stream_flush_seconds == 0.005
+    for bad in (0, -1, True, "0.1", 61):
+        with pytest.raises(ValueError):
+            StatecorePlugin("sqlite+aiosqlite://", stream_flush_seconds=bad)  # type: ignore[arg-type]

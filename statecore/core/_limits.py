@@ -130,7 +130,7 @@ STREAM_WRITE_TIMEOUT_SECONDS = 5.0
 #: Longest a reader follows one turn by default: as long as the model call's start-to-close
 #: timeout lets one attempt run, with room for a retry.
 DEFAULT_STREAM_READ_SECONDS = 15 * 60
-#: Shortest and longest poll interval a caller may set: below 1 ms a reader spins on the
-#: database; above a minute it is no longer a stream.
+#: Shortest and longest poll interval (and writer's flush interval) a caller may set: below
+#: 1 ms a reader spins on the database; above a minute it is no longer a stream.
 MIN_STREAM_POLL_SECONDS = 0.001
 MAX_STREAM_POLL_SECONDS = 60.0
