@@ -42,6 +42,15 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         "WORKFLOW_TYPE",
         "workflow_id_for",
     ),
+    # A turn's reply as it is generated (AgentSessionClient.stream, docs/streaming.md).
+    "statecore.contract._streams": (
+        "FinalEvent",
+        "RestartedEvent",
+        "StreamPosition",
+        "TextEvent",
+        "ToolCallEvent",
+        "TurnEvent",
+    ),
     # The data.
     "statecore.core._models": (
         "Message",

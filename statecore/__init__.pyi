@@ -20,6 +20,14 @@ from statecore.contract._session import (
     workflow_id_for as workflow_id_for,
     WORKFLOW_TYPE as WORKFLOW_TYPE,
 )
+from statecore.contract._streams import (
+    FinalEvent as FinalEvent,
+    RestartedEvent as RestartedEvent,
+    StreamPosition as StreamPosition,
+    TextEvent as TextEvent,
+    ToolCallEvent as ToolCallEvent,
+    TurnEvent as TurnEvent,
+)
 from statecore.core._change_events import (
     ChangeEvent as ChangeEvent,
 )
@@ -76,6 +84,7 @@ from statecore.errors import (
     StatecoreError as StatecoreError,
     StateTooLargeError as StateTooLargeError,
     TemporalRequestError as TemporalRequestError,
+    TurnNotFoundError as TurnNotFoundError,
     UnknownAgentError as UnknownAgentError,
     UnknownEncodingError as UnknownEncodingError,
     UnknownEncryptionKeyError as UnknownEncryptionKeyError,

@@ -13,7 +13,7 @@ import statecore
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Packages whose ``__init__`` is a curated public face.
-PUBLIC = re.compile(r"^statecore(\.workflow|\.integrations\.[a-z_]+)?$")
+PUBLIC = re.compile(r"^statecore(\.workflow|\.web|\.integrations\.[a-z_]+)?$")
 CODE_BLOCK = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
 ONE_LINER = re.compile(r'python[\w.]* -c "([^"]*)"')
 PARSE_FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT

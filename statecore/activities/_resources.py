@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from statecore.contract._session import TurnBudget
 from statecore.core._errors import StatecoreError, UnknownAgentError
+from statecore.core._limits import DEFAULT_STREAM_FLUSH_SECONDS
 from statecore.core._model_windows import context_budget
 from statecore.core._profile import SessionProfile
 from statecore.core._tokens import TokenCounter
@@ -28,6 +29,8 @@ class WorkerResources:
     counter: TokenCounter = field(default_factory=TokenCounter)
     #: Framework agents that answer turns in place of a model, by name.
     agents: Mapping[str, AgentTurnRunner] = field(default_factory=dict)
+    #: Shortest pause between two writes of a streaming turn's row (docs/streaming.md).
+    stream_flush_seconds: float = DEFAULT_STREAM_FLUSH_SECONDS
     _store: StateStore | None = None
 
     @property

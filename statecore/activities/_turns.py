@@ -13,6 +13,7 @@ from temporalio import activity
 
 from statecore.activities._failures import typed_errors
 from statecore.activities._resources import WorkerResources
+from statecore.activities._stream_writer import StreamWriter
 from statecore.contract._activities import (
     ACT_COMMIT_TURN,
     ACT_GENERATE,
@@ -30,9 +31,16 @@ from statecore.contract._activities import (
     ReadStateInput,
     ReadStateResult,
 )
-from statecore.core._errors import ConflictError, InvalidInputError
+from statecore.core._errors import (
+    ConflictError,
+    InvalidInputError,
+    ModelError,
+    ModelUnavailableError,
+    StatecoreError,
+)
 from statecore.core._models import KVEntry, Message
-from statecore.llm import ModelRequest, ModelResponse
+from statecore.llm import ChatModel, ModelRequest, ModelResponse
+from statecore.llm._base import TextDelta, ToolCallDelta, stream_reply
 from statecore.observability._metrics import record_turn
 from statecore.operations._agent_turns import AgentTurnRequest, AgentTurnRunner
 from statecore.operations._context_window import AssembledContext, assemble_context
@@ -131,6 +139,9 @@ class TurnActivities:
             await run_transaction(store, lambda tx: tx.sessions.ensure(input.ref))
             done, assembled = await run_transaction(store, read_context, read_only=True)
         if done is not None:
+            if activity.info().attempt > 1:
+                # An earlier attempt committed and died before removing its stream row.
+                await _remove_stream_row(self._r, input)
             return _duplicate(done)
         if assembled is None:
             # Deleted again between the two transactions: let Temporal retry the call.
@@ -140,16 +151,26 @@ class TurnActivities:
             return await _run_agent_turn(self._r, runner, input, input.commit, started)
         assert model is not None  # no framework agent: the model answers
         context = assembled
-        response: ModelResponse = await _heartbeating(
-            model.complete(
-                ModelRequest(
-                    messages=context.messages,
-                    model=input.model,
-                    tools=input.tools,
-                    prompt_tokens=context.tokens,
-                )
-            )
+        request = ModelRequest(
+            messages=context.messages,
+            model=input.model,
+            tools=input.tools,
+            prompt_tokens=context.tokens,
         )
+        # Only the committing call streams: its row is removed by its own commit.
+        writer = _stream_writer(self._r, input) if input.commit is not None else None
+        try:
+            response: ModelResponse = await _heartbeating(_generate(model, request, writer))
+        except BaseException as exc:
+            # Whatever ended the call (a model error, the activity's cancellation), the writer
+            # stops with it rather than outliving the attempt.
+            if writer is not None:
+                await writer.stop()
+                if isinstance(exc, ModelError) and not isinstance(exc, ModelUnavailableError):
+                    await writer.finish()  # no retry will replace this attempt's output
+            raise
+        if writer is not None:
+            await writer.stop()
         reply = response.message
         out = GenerateResult(
             message=reply,
@@ -170,7 +191,11 @@ class TurnActivities:
                 ),
             }
         )
-        done = await _commit(self._r, commit, started, looked_up=True)
+        try:
+            done = await _commit(self._r, commit, started, looked_up=True)
+        finally:
+            if writer is not None:
+                await writer.finish()
         if done.duplicate:
             return _duplicate(done)
         out.commit = _without_outcome(done)
@@ -264,6 +289,51 @@ async def _commit(
     return done
 
 
+async def _generate(
+    model: ChatModel, request: ModelRequest, writer: StreamWriter | None
+) -> ModelResponse:
+    """The model's response, its deltas handed to ``writer`` as they come."""
+    response: ModelResponse | None = None
+    async for item in stream_reply(model, request):
+        if isinstance(item, TextDelta):
+            if writer is not None:
+                writer.add_text(item.text)
+        elif isinstance(item, ToolCallDelta):
+            if writer is not None:
+                writer.add_call(item.call)
+        else:
+            response = item
+    if response is None:
+        raise ModelError(f"model {model.name!r} ended its stream without a response")
+    return response
+
+
+def _stream_writer(resources: WorkerResources, input: GenerateInput) -> StreamWriter | None:
+    """A started writer of this attempt's output, or None when the store keeps no streams."""
+    try:
+        streams = resources.store.turn_streams
+    except StatecoreError:
+        return None
+    writer = StreamWriter(
+        streams,
+        input.ref,
+        input.turn_id,
+        activity.info().attempt,
+        resources.stream_flush_seconds,
+    )
+    writer.start()
+    return writer
+
+
+async def _remove_stream_row(resources: WorkerResources, input: GenerateInput) -> None:
+    try:
+        streams = resources.store.turn_streams
+    except StatecoreError:
+        return
+    writer = StreamWriter(streams, input.ref, input.turn_id, activity.info().attempt, 0.0)
+    await writer.finish()
+
+
 #: read_context's answer for a turn a framework agent runs: the session exists, no context
 #: was assembled (the agent reads the log through its own session view).
 _NOT_ASSEMBLED = AssembledContext(messages=[], tokens=0, max_tokens=1)
@@ -278,19 +348,31 @@ async def _run_agent_turn(
 ) -> GenerateResult:
     """Run a framework agent for the turn and commit what it produced with the turn record.
 
-    The run writes nothing itself; a run that raises leaves the session as it was."""
-    outcome = await _heartbeating(
-        runner.run_turn(
-            AgentTurnRequest(
-                store=resources.store,
-                ref=input.ref,
-                turn_id=input.turn_id,
-                new_messages=list(commit.messages),
-                profile=input.profile,
-                counter=resources.counter,
+    The run writes nothing itself; a run that raises leaves the session as it was. A runner
+    that streams hands the reply's text to this attempt's stream writer as it comes."""
+    writer = _stream_writer(resources, input)
+    try:
+        outcome = await _heartbeating(
+            runner.run_turn(
+                AgentTurnRequest(
+                    store=resources.store,
+                    ref=input.ref,
+                    turn_id=input.turn_id,
+                    new_messages=list(commit.messages),
+                    profile=input.profile,
+                    counter=resources.counter,
+                    on_text=writer.add_text if writer is not None else None,
+                )
             )
         )
-    )
+    except BaseException as exc:
+        if writer is not None:
+            await writer.stop()
+            if isinstance(exc, StatecoreError) and not isinstance(exc, ModelUnavailableError):
+                await writer.finish()  # refused for good: no retry replaces this output
+        raise
+    if writer is not None:
+        await writer.stop()
     reply = outcome.reply
     full = commit.model_copy(
         update={
@@ -302,7 +384,11 @@ async def _run_agent_turn(
             ),
         }
     )
-    done = await _commit(resources, full, started, looked_up=True, also=outcome.store_writes)
+    try:
+        done = await _commit(resources, full, started, looked_up=True, also=outcome.store_writes)
+    finally:
+        if writer is not None:
+            await writer.finish()
     if done.duplicate:
         return _duplicate(done)
     return GenerateResult(

@@ -4,20 +4,27 @@ Each line read from stdin is one turn. The line gets its turn id before the firs
 and keeps it through every retry, so a turn whose worker died mid-call, or whose session was
 moving to a new run, is retried safely: it commits once and its reply is returned once.
 The session opens on the first line (or reopens from SQL if it was closed).
+
+On a terminal the reply is printed as it is generated, read from the sessions' database
+(``--database-url``): ``--no-stream`` waits for the whole reply instead, ``--stream`` streams
+into a pipe too. With ``--json`` a streamed turn is one JSON line per event (``text``,
+``tool_call``, ``restarted``, then ``final``, which carries the turn's result fields); an
+unstreamed one is the result's line alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import logging
 import shlex
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.status import Status
@@ -25,8 +32,18 @@ from rich.status import Status
 from statecore.cli._args import add_session_arguments, new_command, positive_float, positive_int
 from statecore.cli._output import print_json, stderr, stdout
 from statecore.cli._settings import Settings
-from statecore.core._errors import InvalidInputError, SessionStateError
+from statecore.contract._streams import (
+    FinalEvent,
+    RestartedEvent,
+    TextEvent,
+    ToolCallEvent,
+    TurnEvent,
+)
+from statecore.core._errors import InvalidInputError, SessionStateError, StatecoreError
 from statecore.core._models import validate_turn_id
+
+if TYPE_CHECKING:
+    from statecore.temporal._client import AgentSessionClient
 
 T = TypeVar("T")
 
@@ -65,6 +82,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="TEXT",
         help="send TEXT as the first turn, before reading stdin (with --turn-id: a resend)",
     )
+    p.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print the reply as it is generated, read from the database (default: on a "
+        "terminal; --no-stream waits for the whole reply)",
+    )
     opening = p.add_argument_group("when the session opens (ignored if it is already running)")
     opening.add_argument("--system-prompt", metavar="TEXT")
     opening.add_argument("--ttl-seconds", type=positive_int, metavar="N", help="idle TTL")
@@ -96,11 +120,40 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
     sessions = await settings.sessions(retry_for=timedelta(seconds=args.retry_for))
     options = session_options(args)
     interactive = sys.stdin.isatty()
-    out = stdout()
     if interactive and not settings.json:
         stderr().print(f"chat with {args.agent}/{args.session}; /quit or Ctrl-D ends it")
     first_turn_id: str | None = args.turn_id
     resend: str | None = args.resend
+    streaming = args.stream if args.stream is not None else sys.stdout.isatty()
+    async with contextlib.AsyncExitStack() as stack:
+        if streaming:
+            try:
+                sessions.store = await stack.enter_async_context(settings.store())
+            except StatecoreError as exc:
+                if args.stream:
+                    raise  # asked for by name: say why it cannot be done
+                stderr().print(
+                    f"not streaming: the database cannot be read ({exc.message}); "
+                    "replies are printed whole",
+                    markup=False,
+                )
+                streaming = False
+        return await _converse(
+            args, settings, sessions, options, interactive, streaming, first_turn_id, resend
+        )
+
+
+async def _converse(
+    args: argparse.Namespace,
+    settings: Settings,
+    sessions: AgentSessionClient,
+    options: dict[str, Any],
+    interactive: bool,
+    streaming: bool,
+    first_turn_id: str | None,
+    resend: str | None,
+) -> int:
+    out = stdout()
     while True:
         if resend is not None:
             content, resend = resend, None
@@ -124,6 +177,16 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
             probe=functools.partial(sessions.waiting_on, args.agent, args.session),
         )
         try:
+            if streaming:
+                await waiting.around(
+                    print_stream(
+                        sessions.stream(
+                            args.agent, args.session, content, turn_id=turn_id, **options
+                        ),
+                        as_json=settings.json,
+                    )
+                )
+                continue
             # send() retries transient failures (Temporal restarting included) with this same
             # turn id until --retry-for runs out (module docstring).
             result = await waiting.around(
@@ -146,6 +209,33 @@ async def chat(args: argparse.Namespace, settings: Settings) -> int:
             print_json(result, compact=True)
         else:
             out.print(result.reply.content, markup=False)
+
+
+async def print_stream(events: AsyncIterator[TurnEvent], *, as_json: bool) -> None:
+    """Print a streamed turn's events as they come: the text as it grows (a restart starts
+    the reply again on a new line, saying so on stderr), or one JSON line per event."""
+    async for event in events:
+        if as_json:
+            if isinstance(event, FinalEvent):
+                print_json({"type": "final", **event.result.model_dump(mode="json")}, compact=True)
+            else:
+                print_json(event.model_dump(mode="json"), compact=True)
+            continue
+        if isinstance(event, TextEvent):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, RestartedEvent):
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            stderr().print(
+                "[the turn restarted (its worker or model call failed); the reply again:]",
+                markup=False,
+            )
+        elif isinstance(event, ToolCallEvent):
+            stderr().print(f"[tool call {event.call.name} {event.call.arguments}]", markup=False)
+        elif isinstance(event, FinalEvent):
+            sys.stdout.write("\n")
+            sys.stdout.flush()
 
 
 def turn_id_argument(value: str) -> str:

@@ -157,6 +157,13 @@ class SessionNotFoundError(NotFoundError):
     code = "SessionNotFound"
 
 
+class TurnNotFoundError(NotFoundError):
+    """A turn asked for by id (to stream it, or to follow it again after a disconnect) is
+    neither running nor committed in that session: an unknown id, or one of another session."""
+
+    code = "TurnNotFound"
+
+
 class CorruptCheckpointError(StatecoreError):
     """A stored LangGraph checkpoint, channel value or write cannot be deserialised."""
 
@@ -283,6 +290,8 @@ class DriverMissingError(StatecoreError):
     to install (``pip install 'statecore[postgres]'``)."""
 
     code = "DriverMissing"
+
+
 class TemporalRequestError(StatecoreError):
     """Temporal refused or failed a request for a reason that is not one of statecore's
     codes (the message carries Temporal's own words). Check the server and the worker logs."""

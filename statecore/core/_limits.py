@@ -103,3 +103,34 @@ DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
 GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
 #: Below this no session input fits; a smaller setting is a mistake, not a configuration.
 MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
+
+# --- streamed replies (docs/streaming.md) -----------------------------------------------------
+
+#: Characters of a running turn's reply its stream row holds at most. The row is rewritten
+#: whole at each flush, so its size bounds what one flush writes; a reply past it (a message
+#: may reach MAX_MESSAGE_BYTES) stops growing in the row, and readers take the rest from the
+#: committed turn.
+MAX_STREAM_TEXT_CHARS = 64 * 1024
+#: Tool calls a running turn's stream row holds at most (the rest arrive with the commit).
+MAX_STREAM_TOOL_CALLS = 64
+#: Shortest pause between two writes of one turn's stream row. The first delta is written at
+#: once (time to first token); the deltas that arrive during a write and this pause go out
+#: together in the next one, so a model emitting hundreds of tokens a second costs at most
+#: this many writes a second, and the model never waits for one.
+DEFAULT_STREAM_FLUSH_SECONDS = 0.02
+#: How often a reader on a database that cannot push (SQLite, MariaDB) reads the stream row
+#: again. A primary-key read; PostgreSQL readers are woken by NOTIFY instead and read this
+#: often only as a fallback for a dropped listener (STREAM_PUSH_FALLBACK_SECONDS).
+DEFAULT_STREAM_POLL_SECONDS = 0.01
+#: A PostgreSQL reader's longest wait between reads when no NOTIFY arrives.
+STREAM_PUSH_FALLBACK_SECONDS = 1.0
+#: Longest a write of a stream row may take before the writer gives up streaming for the
+#: attempt (the turn goes on; readers get the rest of the reply from its commit).
+STREAM_WRITE_TIMEOUT_SECONDS = 5.0
+#: Longest a reader follows one turn by default: as long as the model call's start-to-close
+#: timeout lets one attempt run, with room for a retry.
+DEFAULT_STREAM_READ_SECONDS = 15 * 60
+#: Shortest and longest poll interval (and writer's flush interval) a caller may set: below
+#: 1 ms a reader spins on the database; above a minute it is no longer a stream.
+MIN_STREAM_POLL_SECONDS = 0.001
+MAX_STREAM_POLL_SECONDS = 60.0

@@ -1,4 +1,4 @@
-"""The model contract: one request in, one assistant message out.
+"""The model contract: one request in, one assistant message out, optionally streamed.
 
 A model is pluggable: the Temporal activity that calls it only knows ``ChatModel``. Requests and
 responses are pydantic models built on ``statecore.core._models.Message``, so a reply can be stored
@@ -14,12 +14,14 @@ right one.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from statecore.core._errors import InvalidInputError
-from statecore.core._models import Message, StatecoreModel, TokenUsage
+from statecore.core._models import Message, StatecoreModel, TokenUsage, ToolCall
 
 #: Metadata key naming which part of the assembled context a system message is.
 CONTEXT_PART = "statecore.part"
@@ -107,3 +109,45 @@ class ChatModel(Protocol):
         """Answer the request. Raises ``ModelError`` (do not retry) or ``ModelUnavailableError``
         (retry later)."""
         ...
+
+
+# --- streaming ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """The next piece of the reply's text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A tool call the reply makes, complete (arguments and all)."""
+
+    call: ToolCall
+
+
+#: What a streaming model yields: deltas, then exactly one ``ModelResponse`` last, whose
+#: message's text is the deltas' texts joined and whose tool calls are the deltas' calls.
+StreamItem = TextDelta | ToolCallDelta | ModelResponse
+
+
+@runtime_checkable
+class StreamingChatModel(ChatModel, Protocol):
+    """A model that can also hand out its reply as it is generated."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Yield the reply's deltas as they come, then the whole ``ModelResponse``. Raises
+        what ``complete`` raises."""
+        ...
+
+
+async def stream_reply(model: ChatModel, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    """``model.stream(request)`` when the model streams; otherwise its ``complete`` answer as
+    one piece: the response alone (its text is then the one and only delta)."""
+    if isinstance(model, StreamingChatModel) and getattr(model, "streams", True):
+        async for item in model.stream(request):
+            yield item
+        return
+    yield await model.complete(request)

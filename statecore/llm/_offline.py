@@ -31,19 +31,35 @@ marked ``summary``) followed by one bullet per non-empty line of every other non
 message, each cut to its first sentence and ``SUMMARY_LINE_LIMIT`` characters. When over
 ``max_tokens`` (default ``DEFAULT_SUMMARY_TOKENS``), the oldest lines are dropped first.
 
+``stream`` yields the same reply word by word (each word with the whitespace after it), then
+its tool calls, then the whole response; ``OfflineModel(token_delay=0.05)`` waits that long
+before each word, for demos and tests of streaming. Without a delay the words come without a
+pause, and a turn streams nothing before it commits.
+
 Usage is counted with ``statecore.core._tokens.TokenCounter``: the prompt is the request's messages
 plus the JSON of the offered tools; the completion is the reply without its message overhead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import math
 import re
+from collections.abc import AsyncIterator
 
+from statecore.core._errors import InvalidInputError
 from statecore.core._models import Message, TokenUsage, ToolCall
 from statecore.core._tokens import MESSAGE_OVERHEAD, TokenCounter
-from statecore.llm._base import CONTEXT_PART, ModelRequest, ModelResponse
+from statecore.llm._base import (
+    CONTEXT_PART,
+    ModelRequest,
+    ModelResponse,
+    StreamItem,
+    TextDelta,
+    ToolCallDelta,
+)
 
 ECHO_LIMIT = 1000
 SUMMARY_LINE_LIMIT = 200
@@ -51,6 +67,7 @@ DEFAULT_SUMMARY_TOKENS = 512
 
 _DIRECTIVE_RE = re.compile(r"\buse tool\s+([A-Za-z0-9_-]+)[ \t]*(.*)$", re.IGNORECASE | re.M)
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
+_WORD_RE = re.compile(r"\s*\S+\s*|\s+")
 
 
 class OfflineModel:
@@ -61,8 +78,29 @@ class OfflineModel:
     #: room): as large as the common hosted models', so tests meet the same budgets.
     context_window = 128_000
 
-    def __init__(self, token_counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self, token_counter: TokenCounter | None = None, *, token_delay: float = 0.0
+    ) -> None:
+        if (
+            isinstance(token_delay, bool)
+            or not isinstance(token_delay, int | float)
+            or not math.isfinite(token_delay)
+            or not 0 <= token_delay <= 60
+        ):
+            raise InvalidInputError(f"token_delay is {token_delay!r}; use 0 to 60 seconds")
         self._counter = token_counter or TokenCounter()
+        self.token_delay = float(token_delay)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The reply of ``complete``, word by word (see the module docstring)."""
+        response = await self.complete(request)
+        for word in _WORD_RE.findall(response.message.content):
+            if self.token_delay:
+                await asyncio.sleep(self.token_delay)
+            yield TextDelta(word)
+        for call in response.message.tool_calls:
+            yield ToolCallDelta(call)
+        yield response
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer ``request`` by the documented rules; never raises for any valid request."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -38,7 +39,13 @@ from statecore.core._model_windows import context_window_for
 from statecore.core._models import Message, TokenUsage
 from statecore.core._profile import check_limit
 from statecore.core._tokens import MESSAGE_OVERHEAD, TokenCounter
-from statecore.llm._base import ModelRequest, ModelResponse
+from statecore.llm._base import (
+    ModelRequest,
+    ModelResponse,
+    StreamItem,
+    TextDelta,
+    ToolCallDelta,
+)
 from statecore.llm._openai_wire import error_text, parse_response, request_body
 
 if TYPE_CHECKING:
@@ -84,6 +91,10 @@ class OpenAICompatibleModel:
         context_window: the model's window in tokens; by default looked up by ``model`` in
             ``statecore.core._model_windows`` (None when the name is unknown). A session
             without ``profile.max_tokens`` gets this window less room for the reply.
+        streams: turns call ``stream`` (``"stream": true``, with
+            ``stream_options.include_usage``), so readers see the reply as it is generated
+            (docs/streaming.md). Off by default: some compatible servers refuse
+            ``stream_options``; ``stream`` itself works either way.
     """
 
     def __init__(
@@ -96,7 +107,11 @@ class OpenAICompatibleModel:
         max_retries: int = 0,
         token_limit_field: TokenLimitField | None = None,
         context_window: int | None = None,
+        streams: bool = False,
     ) -> None:
+        if not isinstance(streams, bool):
+            raise InvalidInputError(f"streams must be True or False, not {streams!r}")
+        self.streams = streams
         if not base_url.startswith(("http://", "https://")):
             raise InvalidInputError(f"base_url must start with http:// or https://: {base_url!r}")
         if not model.strip():
@@ -158,6 +173,74 @@ class OpenAICompatibleModel:
             default_model=self.model,
             estimate_usage=lambda reply: self._estimate_usage(request, reply),
         )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Send ``request`` with ``"stream": true``: each text delta as it arrives, then the
+        tool calls, then the whole response, parsed and checked as ``complete``'s is. The
+        errors are ``complete``'s; ``timeout_seconds`` bounds the whole stream."""
+        import openai
+
+        body = request_body(request, self.model, token_limit_field=self.token_limit_field)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_seconds
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        last: dict[str, Any] = {}
+        finish_reason: str | None = None
+        usage: Any = None
+        try:
+            async with asyncio.timeout_at(deadline):
+                chunks = await self._client.chat.completions.create(
+                    **body, extra_headers=self._dropped_headers
+                )
+            iterator = chunks.__aiter__()
+            while True:
+                async with asyncio.timeout_at(deadline):
+                    try:
+                        chunk = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        break
+                data = chunk.model_dump(exclude_none=True)
+                last = data
+                usage = data.get("usage") or usage
+                for choice in data.get("choices") or []:
+                    if choice.get("index", 0) != 0:
+                        continue
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    delta = choice.get("delta") or {}
+                    piece = delta.get("content")
+                    if isinstance(piece, str) and piece:
+                        text.append(piece)
+                        yield TextDelta(piece)
+                    for call in delta.get("tool_calls") or []:
+                        _merge_call(calls.setdefault(int(call.get("index", 0)), {}), call)
+        except (TimeoutError, openai.APITimeoutError) as exc:
+            raise self._unavailable(f"no whole response within {self.timeout_seconds}s") from exc
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            reason = f"{type(cause).__name__}: {self._redact(str(cause))}"
+            raise self._unavailable(reason) from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(f"{self.name} call failed: {self._redact(str(exc))}") from exc
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        if calls:
+            message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        response = parse_response(
+            {
+                "choices": [{"message": message, "finish_reason": finish_reason}],
+                "usage": usage,
+                "model": last.get("model"),
+            },
+            default_model=self.model,
+            estimate_usage=lambda reply: self._estimate_usage(request, reply),
+        )
+        for tool_call in response.message.tool_calls:
+            yield ToolCallDelta(tool_call)
+        yield response
 
     async def _post(self, body: dict[str, Any]) -> Any:
         """One call through the SDK: the decoded JSON body, or a typed error.
@@ -229,6 +312,19 @@ class OpenAICompatibleModel:
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _merge_call(into: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Add one streamed piece of a tool call (its id, name and a slice of its arguments)."""
+    if delta.get("id"):
+        into["id"] = delta["id"]
+    into.setdefault("type", "function")
+    function = into.setdefault("function", {"name": "", "arguments": ""})
+    piece = delta.get("function") or {}
+    if piece.get("name"):
+        function["name"] += piece["name"]
+    if piece.get("arguments"):
+        function["arguments"] += piece["arguments"]
 
 
 def _sdk_client(

@@ -33,6 +33,10 @@ class AgentTurnRequest:
     new_messages: Sequence[Message]
     profile: SessionProfile
     counter: TokenCounter
+    #: Where a runner that can stream hands each piece of the reply's text as the framework
+    #: produces it (docs/streaming.md); None when nobody reads the turn's stream. A runner
+    #: that cannot stream ignores it: readers then get the reply from the commit.
+    on_text: Callable[[str], None] | None = None
 
 
 class AgentTurnOutcome(StatecoreModel):

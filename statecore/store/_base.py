@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from statecore.core._change_events import ChangeEvent, NewEvent
+from statecore.core._errors import StatecoreError
 from statecore.core._identifiers import validate_turn_id
 from statecore.core._models import (
     FlowCheckpoint,
@@ -62,6 +63,7 @@ from statecore.store import _change_ledger as change_ledger
 from statecore.store import _change_rules as changes
 from statecore.store._change_ledger import ChangeLedger, RecordsChanges
 from statecore.store._inputs import check_flag, check_int
+from statecore.store._turn_streams import TurnStreamStore
 
 Clock = Callable[[], datetime]
 
@@ -574,6 +576,13 @@ class StateStore(abc.ABC):
         """What a feed reader waits on between reads: by default a timer of
         ``poll_interval`` seconds; a backend that can push (PostgreSQL) wakes it instead."""
         return _polling(poll_interval)
+
+    @property
+    def turn_streams(self) -> TurnStreamStore:
+        """The stream rows of running turns (``statecore.store._turn_streams``): what a turn's
+        model call has written so far, for readers in any process. Every backend statecore
+        ships has them; a store of another kind says it has none."""
+        raise StatecoreError(f"this store ({type(self).__name__}) keeps no turn streams")
 
     def is_transient_error(self, error: BaseException) -> bool:
         """True when ``error``, raised out of one of this store's transaction blocks, is a

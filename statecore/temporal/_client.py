@@ -14,7 +14,7 @@ import contextlib
 import logging
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -50,6 +50,7 @@ from statecore.contract._session import (
     session_summary,
     workflow_id_for,
 )
+from statecore.contract._streams import StreamPosition, TurnEvent
 from statecore.core._errors import (
     InvalidInputError,
     InvalidLimitError,
@@ -63,16 +64,22 @@ from statecore.core._errors import (
 )
 from statecore.core._limits import (
     DEFAULT_PAYLOAD_LIMIT_BYTES,
+    DEFAULT_STREAM_POLL_SECONDS,
+    DEFAULT_STREAM_READ_SECONDS,
     GRPC_MESSAGE_LIMIT_BYTES,
+    MAX_STREAM_POLL_SECONDS,
     MAX_TURN_REQUEST_BYTES,
     MIN_PAYLOAD_LIMIT_BYTES,
+    MIN_STREAM_POLL_SECONDS,
 )
 from statecore.core._model_windows import context_budget
-from statecore.core._models import SessionRef, validate_identifier
+from statecore.core._models import SessionRef, validate_identifier, validate_turn_id
 from statecore.core._profile import SessionProfile, check_limit
 from statecore.errors import from_failure
+from statecore.store._base import StateStore
 from statecore.temporal._exit_guard import release_native_clients_at_exit
 from statecore.temporal._queue_check import SessionQueueWarning, queue_mismatch_message
+from statecore.temporal._turn_stream import follow_turn
 from statecore.temporal._turn_wait import waiting_on
 
 #: Temporal's hard payload limit is 2 MiB; a turn request stays well below it (checked by
@@ -120,6 +127,8 @@ class AgentSessionClient:
             if known. With it, or with ``profile.max_tokens`` in ``send``'s options, a message
             that can never fit the session's context budget is refused before it is sent
             (ContextBudgetExceeded, naming the budget) instead of after the turn started.
+        store: the workers' database (``open_store(url)``), which ``stream`` reads a turn's
+            reply from as it is generated; ``stream(store=...)`` may name it instead.
     """
 
     def __init__(
@@ -131,6 +140,7 @@ class AgentSessionClient:
         retry_for: timedelta = timedelta(minutes=2),
         payload_limit_bytes: int = DEFAULT_PAYLOAD_LIMIT_BYTES,
         context_window: int | None = None,
+        store: StateStore | None = None,
     ) -> None:
         release_native_clients_at_exit()  # see statecore.temporal._exit_guard
         #: Sessions whose task queue ``send`` has compared with this client's.
@@ -153,6 +163,10 @@ class AgentSessionClient:
         self.context_window = (
             None if context_window is None else check_limit(context_window, "context_window")
         )
+        #: The sessions' database, which ``stream`` reads replies from as they are generated.
+        self.store = store
+        #: Sends of turns whose reader left before the end (see ``stream``).
+        self._detached: set[asyncio.Future[TurnResult]] = set()
 
     def check_fits_budget(self, message: SendMessageInput, profile: SessionProfile) -> None:
         """Raise ContextBudgetError if ``message`` alone (with the reply's priming) is over
@@ -311,6 +325,98 @@ class AgentSessionClient:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
+    async def stream(
+        self,
+        agent_id: str,
+        session_id: str,
+        content: str | None = None,
+        *,
+        turn_id: str | None = None,
+        position: StreamPosition | str | None = None,
+        store: StateStore | None = None,
+        poll_interval: float = DEFAULT_STREAM_POLL_SECONDS,
+        follow_for: float = DEFAULT_STREAM_READ_SECONDS,
+        role: str = "user",
+        **session_options: Any,
+    ) -> AsyncIterator[TurnEvent]:
+        """Run one turn as ``send`` does, yielding its reply as it is generated: ``text``
+        deltas, ``tool_call``s, ``restarted`` when a retry replaced the attempt being read,
+        then ``final`` with the ``TurnResult`` (see ``statecore.contract._streams``).
+
+        Without ``content``, follow the running (or committed) turn ``turn_id`` instead,
+        from ``position`` (the last event's, to resume after a disconnect): an id that is
+        neither running nor committed in this session raises TurnNotFoundError.
+
+        The deltas are read from the database (``store``, else the client's own), never
+        from the worker, every ``poll_interval`` seconds (SQLite, MariaDB) or when
+        PostgreSQL notifies; leaving the loop early does not affect the turn. A turn still
+        running after ``follow_for`` seconds raises StatecoreError (follow it again)."""
+        reader_store = store or self.store
+        if reader_store is None:
+            raise InvalidInputError(
+                "stream() reads the reply from the sessions' database: pass store= (an "
+                "open_store() of the workers' database) here or to AgentSessionClient",
+                field="store",
+            )
+        poll = _check_seconds(poll_interval, "poll_interval", MIN_STREAM_POLL_SECONDS)
+        limit = _check_seconds(follow_for, "follow_for", MIN_STREAM_POLL_SECONDS, maximum=None)
+        at = StreamPosition.parse(position) if isinstance(position, str) else position
+        ref = self.ref(agent_id, session_id)
+        if content is None:
+            if turn_id is None:
+                raise InvalidInputError(
+                    "stream() needs the message to send, or the turn_id of a turn to follow",
+                    field="turn_id",
+                )
+            validate_turn_id(turn_id)
+            update = asyncio.ensure_future(self._turn_result(agent_id, session_id, turn_id))
+        else:
+            turn_id = turn_id or uuid.uuid4().hex
+            validate_turn_id(turn_id)
+            update = asyncio.ensure_future(
+                self.send(
+                    agent_id, session_id, content, turn_id=turn_id, role=role, **session_options
+                )
+            )
+        try:
+            async for event in follow_turn(
+                reader_store,
+                ref,
+                turn_id,
+                update,
+                position=at,
+                poll_interval=poll,
+                follow_for=limit,
+                verify=content is None,
+            ):
+                yield event
+        finally:
+            if content is None:
+                update.cancel()  # only a watch on the turn: the turn goes on without it
+                with contextlib.suppress(BaseException):
+                    await update
+            elif not update.done():
+                # The reader left early: the turn it sent must not depend on it, so its send
+                # runs to its end (within retry_for) on its own.
+                self._detached.add(update)
+                update.add_done_callback(_forget_detached(self._detached))
+
+    async def _turn_result(self, agent_id: str, session_id: str, turn_id: str) -> TurnResult:
+        """The result of the session's turn ``turn_id`` (its update), once it has one. An
+        update Temporal does not know stays a NOT_FOUND RPCError (the reader decides)."""
+        handle = self.handle(agent_id, session_id).get_update_handle(
+            turn_id, result_type=TurnResult
+        )
+        try:
+            result: TurnResult = await handle.result()
+            return result
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise
+            raise _typed(err) from err
+        except WorkflowUpdateFailedError as err:
+            raise _typed(err) from err
+
     async def _check_queue_once(self, agent_id: str, session_id: str) -> None:
         """Warn, once per session and client, when the session runs on another task queue
         than this client's: a session stays on the queue it opened on, so its turns are
@@ -431,6 +537,32 @@ class AgentSessionClient:
             return report
         except (WorkflowUpdateFailedError, RPCError) as err:
             raise _typed(err) from err
+
+
+def _forget_detached(
+    detached: set[asyncio.Future[TurnResult]],
+) -> Callable[[asyncio.Future[TurnResult]], None]:
+    def forget(done: asyncio.Future[TurnResult]) -> None:
+        detached.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            log.info("a streamed turn whose reader left failed: %s", done.exception())
+
+    return forget
+
+
+def _check_seconds(
+    value: Any, what: str, minimum: float, maximum: float | None = MAX_STREAM_POLL_SECONDS
+) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != value
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        most = f" to {maximum}" if maximum is not None else " or more"
+        raise InvalidLimitError(f"{what} is {value!r}; use {minimum}{most} seconds", field=what)
+    return float(value)
 
 
 def _describe_refusal(err: Exception) -> str:

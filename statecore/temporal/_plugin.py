@@ -34,7 +34,12 @@ from statecore.activities._shares import ShareActivities
 from statecore.activities._turns import TurnActivities
 from statecore.agent_session import WORKFLOWS
 from statecore.agent_session._single_input import SingleInputInterceptor
-from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
+from statecore.core._limits import (
+    DEFAULT_SESSION_TTL_SECONDS,
+    DEFAULT_STREAM_FLUSH_SECONDS,
+    MAX_STREAM_POLL_SECONDS,
+    MIN_STREAM_POLL_SECONDS,
+)
 from statecore.core._tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.store import check_database_url, open_store
@@ -100,6 +105,8 @@ class StatecorePlugin(SimplePlugin):
             ``statecore.operations._agent_turns.AgentTurnRunner``. A session whose ``model`` names
             one, or whose ``agent_id`` names one while its model is ``"default"``, runs each
             turn as that agent's run (see docs/openai_agents.md).
+        stream_flush_seconds: the shortest pause between two writes of a streaming turn's
+            row (docs/streaming.md): lower streams each delta sooner, at more writes a turn.
         codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
             ``statecore.EncryptionCodec`` to keep workflow history encrypted. A codec already
             on the client's data converter is kept as it is; passing one here as well is a
@@ -122,6 +129,7 @@ class StatecorePlugin(SimplePlugin):
         ] = (),
         codec: PayloadCodec | None = None,
         agents: Mapping[str, Any] | None = None,
+        stream_flush_seconds: float = DEFAULT_STREAM_FLUSH_SECONDS,
     ) -> None:
         if (database_url is None) == (store is None):
             raise ValueError("pass exactly one of database_url= or store=")
@@ -136,10 +144,20 @@ class StatecorePlugin(SimplePlugin):
             raise ValueError("codec must be a temporalio.converter.PayloadCodec")
         counter = TokenCounter(encoding)  # fails now, not at the first turn, if unavailable
         release_native_clients_at_exit()  # see statecore.temporal._exit_guard
+        if (
+            isinstance(stream_flush_seconds, bool)
+            or not isinstance(stream_flush_seconds, int | float)
+            or not MIN_STREAM_POLL_SECONDS <= stream_flush_seconds <= MAX_STREAM_POLL_SECONDS
+        ):
+            raise ValueError(
+                f"stream_flush_seconds is {stream_flush_seconds!r}; use "
+                f"{MIN_STREAM_POLL_SECONDS} to {MAX_STREAM_POLL_SECONDS} seconds"
+            )
         self.resources = WorkerResources(
             models=dict(models) if models else {"default": OfflineModel()},
             counter=counter,
             agents=agent_runners(agents or {}),
+            stream_flush_seconds=float(stream_flush_seconds),
         )
         #: Set while a worker running with this plugin has its store open (it polls then).
         self.store_ready = asyncio.Event()

@@ -20,6 +20,10 @@ class Reply:
     body: Any = None  # a dict/list is sent as JSON, str/bytes as they are
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: A streamed reply: each item is sent as one SSE ``data:`` frame, ``chunk_delay`` apart,
+    #: then ``data: [DONE]``.
+    chunks: list[Any] | None = None
+    chunk_delay: float = 0.0
 
 
 @dataclass
@@ -48,6 +52,60 @@ def completion(content: str | None = "Hello!", **extra: Any) -> Reply:
     }
     body.update(extra)
     return Reply(body=body)
+
+
+def streamed(
+    pieces: list[str],
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: dict[str, int] | None = None,
+    chunk_delay: float = 0.0,
+) -> Reply:
+    """A ``"stream": true`` chat-completions reply: one chunk per text piece, the tool calls
+    in two halves each (as servers split their arguments), then the usage chunk."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "model": "served-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks: list[Any] = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in pieces]
+    for index, call in enumerate(tool_calls or []):
+        arguments = call["arguments"]
+        half = len(arguments) // 2
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["name"], "arguments": arguments[:half]},
+                        }
+                    ]
+                }
+            )
+        )
+        chunks.append(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]})
+        )
+    chunks.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+    if usage is not None:
+        chunks.append(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": "served-model",
+                "choices": [],
+                "usage": usage,
+            }
+        )
+    return Reply(chunks=chunks, chunk_delay=chunk_delay)
 
 
 class ModelServer:
@@ -96,6 +154,9 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = server.next_reply(Received(path=self.path, headers=headers, raw=raw))
             time.sleep(reply.delay)
+            if reply.chunks is not None:
+                self._stream(reply)
+                return
             body = reply.body
             if isinstance(body, dict | list):
                 body = json.dumps(body)
@@ -110,6 +171,21 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test); nothing left to answer
+
+        def _stream(self, reply: Reply) -> None:
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for item in [*(reply.chunks or []), "[DONE]"]:
+                    data = item if isinstance(item, str) else json.dumps(item)
+                    self.wfile.write(f"data: {data}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(reply.chunk_delay)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean; requests are recorded in server.received

@@ -357,3 +357,86 @@ def test_statecore_imports_without_the_openai_package_and_says_which_extra_to_in
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'statecore[openai]'" in done.stdout
+
+
+# --- streaming -------------------------------------------------------------------------------
+
+
+async def test_stream_yields_text_as_it_arrives_then_the_response(model_server):
+    from statecore.llm import ModelResponse
+    from statecore.llm._base import TextDelta
+
+    from .model_server import streamed
+
+    model_server.play(
+        streamed(["It is ", "12 degrees ", "in Paris."], usage={"prompt_tokens": 9,
+                 "completion_tokens": 6}, chunk_delay=0.05)
+    )  # fmt: skip
+    async with client(model_server, streams=True) as model:
+        loop = __import__("asyncio").get_running_loop()
+        started = loop.time()
+        arrived = []
+        items = []
+        async for item in model.stream(hello()):
+            items.append(item)
+            arrived.append(loop.time() - started)
+    sent = model_server.received[-1].json
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    deltas = [i.text for i in items if isinstance(i, TextDelta)]
+    assert deltas == ["It is ", "12 degrees ", "in Paris."]
+    # The first delta came long before the last chunk was sent.
+    assert arrived[0] < arrived[-1] - 0.1
+    response = items[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.message.content == "It is 12 degrees in Paris."
+    assert response.usage.prompt_tokens == 9 and response.finish_reason == "stop"
+    assert model.streams
+
+
+async def test_streamed_tool_calls_are_assembled_from_their_pieces(model_server):
+    from statecore.llm._base import ToolCallDelta
+
+    from .model_server import streamed
+
+    model_server.play(
+        streamed([], tool_calls=[{"id": "call_1", "name": "get_weather",
+                                  "arguments": '{"city":"Paris"}'}])
+    )  # fmt: skip
+    async with client(model_server) as model:
+        items = [i async for i in model.stream(ModelRequest(messages=hello().messages,
+                                                              tools=[WEATHER]))]  # fmt: skip
+    calls = [i.call for i in items if isinstance(i, ToolCallDelta)]
+    assert calls == [PARIS_CALL]
+    assert items[-1].message.tool_calls == [PARIS_CALL]
+    assert items[-1].finish_reason == "tool_calls"
+    # No usage chunk: counted locally, as complete() does.
+    assert items[-1].message.metadata.get(USAGE_ESTIMATED)
+
+
+async def test_a_streamed_error_is_typed_as_completes_are(model_server):
+    model_server.play(Reply(status=503, body={"error": {"message": "overloaded"}}))
+    async with client(model_server) as model:
+        with pytest.raises(ModelUnavailableError):
+            async for _ in model.stream(hello()):
+                pass
+    model_server.play(Reply(status=400, body={"error": {"message": "bad"}}))
+    async with client(model_server) as model:
+        with pytest.raises(ModelError) as caught:
+            async for _ in model.stream(hello()):
+                pass
+    assert not isinstance(caught.value, ModelUnavailableError)
+
+
+async def test_a_stream_slower_than_the_timeout_is_unavailable(model_server):
+    from .model_server import streamed
+
+    model_server.play(streamed(["a", "b", "c", "d"], chunk_delay=0.5))
+    async with client(model_server, timeout_seconds=0.6) as model:
+        with pytest.raises(ModelUnavailableError):
+            async for _ in model.stream(hello()):
+                pass
+
+
+def test_streams_must_be_a_flag():
+    with pytest.raises(InvalidInputError):
+        OpenAICompatibleModel("http://127.0.0.1:1/v1", model="m", streams="yes")  # type: ignore[arg-type]

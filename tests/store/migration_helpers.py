@@ -32,7 +32,7 @@ GRAPH_TABLES = {"statecore_graph_checkpoints", "statecore_graph_blobs", "stateco
 #: The change feed's tables (revision 0005), which never had unprefixed names.
 FEED_TABLES = {"statecore_events", "statecore_event_heads"}
 #: The turn records' table (revision 0006).
-TURN_TABLES = {"statecore_turn_records"}
+TURN_TABLES = {"statecore_turn_records", "statecore_turn_streams"}
 #: Every table at head.
 PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | GRAPH_TABLES | FEED_TABLES | TURN_TABLES
 

@@ -24,7 +24,7 @@ interrupt's value, and the next turn's user message is the resume value
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -168,7 +168,10 @@ class LangGraphAgent:
                     ]
                 }
         if run_input is not _DONE:
-            await graph.ainvoke(run_input, run_config)
+            if request.on_text is None:
+                await graph.ainvoke(run_input, run_config)
+            else:
+                await _streaming(graph, run_input, run_config, request.on_text)
         after = await graph.aget_state(config)
         earlier = (
             _messages((await graph.aget_state(before.config)).values, self.messages_key)
@@ -194,6 +197,24 @@ class LangGraphAgent:
 
 #: The run of a retried turn had finished: nothing to run.
 _DONE = object()
+
+
+async def _streaming(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    run_input: Any,
+    config: RunnableConfig,
+    on_text: Callable[[str], None],
+) -> None:
+    """Run the graph as ``ainvoke`` does, handing on the text of the AI messages its message
+    stream carries: a chat model's tokens as they come, or a node's whole AI message. A turn
+    whose reply is not the last of several texts streamed (a tool loop whose first model call
+    said something) shows its readers a restart, then the reply, when it commits."""
+    async for message, _metadata in graph.astream(run_input, config, stream_mode="messages"):
+        if getattr(message, "type", None) not in ("ai", "AIMessageChunk"):
+            continue
+        content = getattr(message, "content", None)
+        if isinstance(content, str) and content:
+            on_text(content)
 
 
 def _at(config: RunnableConfig) -> RunnableConfig:

@@ -6,15 +6,22 @@ bound to this turn>)``. The run's items (the user message as the SDK records it,
 and outputs, handoffs, the final message) come back to the activity, which commits them with
 the turn record in one transaction. Register it with the plugin by name
 (``StatecorePlugin(agents={"support": agent})``).
+
+``OpenAIAgentTurn(agent, stream=True)`` runs ``Runner.run_streamed`` instead and hands the
+model's text deltas to the turn's stream as they come (docs/streaming.md); the run, its items
+and its commit are the same. Off by default: the agent's model must implement
+``stream_response``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
 from openai import APIConnectionError, InternalServerError, RateLimitError
+from openai.types.responses import ResponseTextDeltaEvent
 
 from statecore.core._errors import (
     AgentRunError,
@@ -42,7 +49,11 @@ class OpenAIAgentTurn:
         *,
         run_config: RunConfig | None = None,
         max_turns: int = DEFAULT_MAX_MODEL_CALLS,
+        stream: bool = False,
     ) -> None:
+        if not isinstance(stream, bool):
+            raise ValueError(f"stream must be True or False, not {stream!r}")
+        self.stream = stream
         if not isinstance(agent, Agent):
             raise ValueError(f"expected an agents.Agent, got {type(agent).__name__}")
         self.agent = agent
@@ -66,13 +77,18 @@ class OpenAIAgentTurn:
             else [{"role": "user", "content": m.content} for m in new]
         )
         try:
-            result = await Runner.run(
-                self.agent,
-                run_input,
-                session=session,
-                run_config=self.run_config,
-                max_turns=self.max_turns,
-            )
+            if self.stream and request.on_text is not None:
+                result: Any = await _run_streamed(
+                    self.agent, run_input, session, self, request.on_text
+                )
+            else:
+                result = await Runner.run(
+                    self.agent,
+                    run_input,
+                    session=session,
+                    run_config=self.run_config,
+                    max_turns=self.max_turns,
+                )
         except StatecoreError:
             raise  # statecore's own refusals (a bad item, a context over budget) as they are
         except _TRANSIENT as exc:
@@ -100,6 +116,24 @@ class OpenAIAgentTurn:
             ),
             context_tokens=session.context_tokens,
         )
+
+
+async def _run_streamed(
+    agent: Agent[Any],
+    run_input: str | list[Any],
+    session: TurnBoundSession,
+    turn: OpenAIAgentTurn,
+    on_text: Callable[[str], None],
+) -> Any:
+    """``Runner.run_streamed``, its text deltas handed to ``on_text``; the finished result.
+    An error of the run is raised by the event stream, as ``Runner.run`` raises it."""
+    result = Runner.run_streamed(
+        agent, run_input, session=session, run_config=turn.run_config, max_turns=turn.max_turns
+    )
+    async for event in result.stream_events():
+        if event.type == "raw_response_event" and isinstance(event.data, ResponseTextDeltaEvent):
+            on_text(event.data.delta)
+    return result
 
 
 def _json_text(value: Any) -> str:

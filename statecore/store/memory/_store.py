@@ -23,6 +23,7 @@ from statecore.store.memory._schema import MemoryData, Workspace
 from statecore.store.memory._scoped_state import MemoryScopedStateStore
 from statecore.store.memory._sessions import MemorySessionStore
 from statecore.store.memory._turn_records import MemoryTurnRecordStore
+from statecore.store.memory._turn_streams import MemoryTurnStreams
 
 # Stores whose transaction is open in the current task: a nested transaction() would wait
 # forever for the lock its own caller holds, so it fails fast instead.
@@ -77,6 +78,13 @@ class MemoryStateStore(StateStore):
         self._data = MemoryData()
         self._lock = asyncio.Lock()
         self._closed = False
+        self._streams = MemoryTurnStreams(
+            lambda ref: (ref.namespace, ref.agent_id, ref.session_id) in self._data.sessions
+        )
+
+    @property
+    def turn_streams(self) -> MemoryTurnStreams:
+        return self._streams
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[StoreTransaction]:

@@ -173,6 +173,26 @@ class TurnRecordRow(Base):
     record: Mapped[str] = mapped_column(medium_text())
 
 
+class TurnStreamRow(Base):
+    """A running turn's reply so far (``statecore.store._turn_streams``): rewritten by the model
+    call as it streams, removed once the turn commits, deleted with its session."""
+
+    __tablename__ = TABLE_PREFIX + "turn_streams"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    session_pk: Mapped[int] = mapped_column(
+        big_pk(), _session_fk(), primary_key=True, autoincrement=False
+    )
+    turn_id: Mapped[str] = mapped_column(ascii_id(MAX_ID_LENGTH), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(medium_text())
+    #: The tool calls so far, as a JSON array of {id, name, arguments}.
+    tool_calls: Mapped[str] = mapped_column(medium_text())
+    #: 1 when the text reached its bound and grows no more.
+    full: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
 class ScopedStateRow(Base):
     """One JSON document per (namespace, task_id, agent_id)."""
 
@@ -334,6 +354,7 @@ messages = metadata.tables[MessageRow.__tablename__]
 hints = metadata.tables[HintRow.__tablename__]
 kv_entries = metadata.tables[KVEntryRow.__tablename__]
 turn_records = metadata.tables[TurnRecordRow.__tablename__]
+turn_streams = metadata.tables[TurnStreamRow.__tablename__]
 scoped_states = metadata.tables[ScopedStateRow.__tablename__]
 flow_checkpoints = metadata.tables[FlowCheckpointRow.__tablename__]
 orchestration_states = metadata.tables[OrchestrationRow.__tablename__]

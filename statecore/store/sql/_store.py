@@ -47,6 +47,7 @@ from statecore.store.sql._scoped_state import SqlScopedStateStore
 from statecore.store.sql._sessions import SqlSessionStore
 from statecore.store.sql._transient import is_transient_conflict
 from statecore.store.sql._turn_records import SqlTurnRecordStore
+from statecore.store.sql._turn_streams import SqlTurnStreams
 from statecore.store.sql._window_cache import DEFAULT_WINDOW_CACHE_MESSAGES, WindowCache
 
 # Stores with a transaction open in the current task. A nested transaction() would take a
@@ -148,6 +149,13 @@ class SqlStateStore(StateStore):
         # Headers as this process's turn commits left them (PostgreSQL): a session's next
         # chat turn commits in one statement (_turn_commit).
         self._memos = HeaderMemos() if self.dialect == "postgresql" else None
+        self._streams = SqlTurnStreams(
+            engine, self.dialect, self._clock, lambda: self._taking_turns(False)
+        )
+
+    @property
+    def turn_streams(self) -> SqlTurnStreams:
+        return self._streams
 
     @classmethod
     async def connect(
