@@ -228,7 +228,7 @@ async def run_generate(model: Any, turn_id: str) -> tuple[MemoryStateStore, Any]
     resources.attach(store)
     message = Message(role="user", content="hello")
     commit = CommitTurnInput(ref=REF, turn_id=turn_id, turn=1, messages=[message])
-    request = GenerateInput(ref=REF, turn_id=turn_id, commit=commit)
+    request = GenerateInput(ref=REF, turn_id=turn_id, commit=commit, stream=True)
     try:
         outcome: Any = await ActivityEnvironment().run(TurnActivities(resources).generate, request)
     except BaseException as exc:  # the test looks at it

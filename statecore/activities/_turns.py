@@ -139,7 +139,7 @@ class TurnActivities:
             await run_transaction(store, lambda tx: tx.sessions.ensure(input.ref))
             done, assembled = await run_transaction(store, read_context, read_only=True)
         if done is not None:
-            if activity.info().attempt > 1:
+            if input.stream and activity.info().attempt > 1:
                 # An earlier attempt committed and died before removing its stream row.
                 await _remove_stream_row(self._r, input)
             return _duplicate(done)
@@ -158,7 +158,9 @@ class TurnActivities:
             prompt_tokens=context.tokens,
         )
         # Only the committing call streams: its row is removed by its own commit.
-        writer = _stream_writer(self._r, input) if input.commit is not None else None
+        writer = (
+            _stream_writer(self._r, input) if input.commit is not None and input.stream else None
+        )
         try:
             response: ModelResponse = await _heartbeating(_generate(model, request, writer))
         except BaseException as exc:
@@ -350,7 +352,7 @@ async def _run_agent_turn(
 
     The run writes nothing itself; a run that raises leaves the session as it was. A runner
     that streams hands the reply's text to this attempt's stream writer as it comes."""
-    writer = _stream_writer(resources, input)
+    writer = _stream_writer(resources, input) if input.stream else None
     try:
         outcome = await _heartbeating(
             runner.run_turn(

@@ -356,7 +356,7 @@ class AgentSession:
             try:
                 async with self._session.turn(input.turn_id) as turn:
                     turn.append(input.to_message())
-                    out = await turn.respond()
+                    out = await turn.respond(stream=input.stream)
             except ApplicationError as err:
                 self._forget_unknown_model(err)
                 raise

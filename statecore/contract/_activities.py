@@ -164,6 +164,9 @@ class GenerateInput(StatecoreModel):
     #: When set, the reply and this turn's buffered changes commit in the same activity
     #: (one round trip per chat turn); a turn id already committed skips the model call.
     commit: CommitTurnInput | None = None
+    #: Publish the reply as it is generated (the turn was sent with ``stream``); otherwise
+    #: the call writes no stream rows.
+    stream: bool = Field(default=False, exclude_if=lambda on: not on)
 
 
 class GenerateResult(StatecoreModel):

@@ -215,6 +215,10 @@ class SendMessageInput(OperatorInput):
     role: Role = "user"
     name: str | None = Field(default=None, max_length=256)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    #: Publish the reply's text to the turn's stream while it is generated, for readers
+    #: (``AgentSessionClient.stream`` sets it). A turn without it writes no stream rows, and
+    #: the field is left out of the payload when off: such a turn's history is as before.
+    stream: bool = Field(default=False, exclude_if=lambda on: not on)
 
     @field_validator("turn_id")
     @classmethod

@@ -249,6 +249,7 @@ class AgentSessionClient:
         turn_id: str | None = None,
         role: str = "user",
         on_retry: Callable[[str, float], None] | None = None,
+        stream: bool = False,
         **session_options: Any,
     ) -> TurnResult:
         """Run one turn (opening or reopening the session), returning the model's reply.
@@ -256,11 +257,16 @@ class AgentSessionClient:
         Pass the same ``turn_id`` to retry a turn safely: it commits once and returns the
         same result. Raises a typed StatecoreError (SessionPaused, ContentTooLarge, ...).
         ``on_retry(reason, seconds_left)`` is told each time a transient refusal (Temporal
-        restarting, the session moving to a new run) is about to be retried."""
+        restarting, the session moving to a new run) is about to be retried. ``stream``:
+        the worker publishes the reply's text while it is generated, for readers of
+        ``stream(..., turn_id=...)`` in any process (``stream()`` sets it itself); without
+        it the turn writes no stream rows."""
         turn_id = turn_id or uuid.uuid4().hex
         # SendMessageInput refuses what the workflow would refuse (the turn id, the text, the
         # size) before anything reaches the server.
-        message = _request(SendMessageInput, turn_id=turn_id, content=content, role=role)
+        message = _request(
+            SendMessageInput, turn_id=turn_id, content=content, role=role, stream=stream
+        )
         session = self.session_input(agent_id, session_id, **session_options)
         await self.check_payloads("send_message", session, message)
         self.check_fits_budget(message, session.profile)
@@ -375,7 +381,13 @@ class AgentSessionClient:
             validate_turn_id(turn_id)
             update = asyncio.ensure_future(
                 self.send(
-                    agent_id, session_id, content, turn_id=turn_id, role=role, **session_options
+                    agent_id,
+                    session_id,
+                    content,
+                    turn_id=turn_id,
+                    role=role,
+                    stream=True,
+                    **session_options,
                 )
             )
         try:

@@ -247,10 +247,13 @@ class Turn:
         self.messages.append(out.message)
         return out.message
 
-    async def respond(self, *, tools: list[dict[str, Any]] | None = None) -> GenerateResult:
+    async def respond(
+        self, *, tools: list[dict[str, Any]] | None = None, stream: bool = False
+    ) -> GenerateResult:
         """The final model call of the turn, committed together with everything the turn
         buffered, in the same activity. A turn id that already committed returns its stored
-        result without calling the model."""
+        result without calling the model. ``stream``: publish the reply's text while it is
+        generated, for ``AgentSessionClient.stream`` readers (docs/streaming.md)."""
         out = await self.session.run_model(
             GenerateInput(
                 ref=self.session.ref,
@@ -259,6 +262,7 @@ class Turn:
                 model=self.session.model,
                 tools=tools or [],
                 commit=self._commit_input(),
+                stream=stream,
             )
         )
         assert out.commit is not None

@@ -120,7 +120,35 @@ async def test_a_streamed_turn_costs_no_more_history_than_a_sent_one(
             )
         )
         sizes.append((len(events), [e.event_type for e in events], payload_bytes))
-    assert sizes[0] == sizes[1]
+    (streamed_events, streamed_types, streamed), (sent_events, sent_types, sent) = sizes
+    assert (streamed_events, streamed_types) == (sent_events, sent_types)
+    # The model call's input carries the turn's stream flag, and nothing else more.
+    assert streamed - sent == len(',"stream":true'), (streamed, sent)
+
+
+async def test_a_turn_sent_without_stream_writes_no_stream_row(env: Env) -> None:
+    """Streaming is asked for per turn: a plain send publishes nothing, so a chat turn that
+    nobody streams costs no statement more than before."""
+    store = await open_store(env.database_url)
+    try:
+        sessions = env.new_client(store=store)
+        written: list[str] = []
+        streams = type(store.turn_streams)
+        original = streams.write
+
+        async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            written.append("write")
+            return await original(self, *args, **kwargs)
+
+        streams.write = counted  # type: ignore[method-assign]
+        try:
+            await sessions.send(env.agent, "plain", LONG, turn_id="plain-1")
+        finally:
+            streams.write = original  # type: ignore[method-assign]
+        assert written == []
+        assert await store.turn_streams.read(sessions.ref(env.agent, "plain"), "plain-1") is None
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("streaming_env", DIALECTS, indirect=True)
