@@ -283,6 +283,8 @@ class DriverMissingError(StatecoreError):
     to install (``pip install 'statecore[postgres]'``)."""
 
     code = "DriverMissing"
+
+
 class TemporalRequestError(StatecoreError):
     """Temporal refused or failed a request for a reason that is not one of statecore's
     codes (the message carries Temporal's own words). Check the server and the worker logs."""
@@ -305,6 +307,46 @@ class UnknownEncryptionKeyError(PayloadDecryptionError):
     keys stay in the keyring after a rotation until no history needs them)."""
 
     code = "UnknownEncryptionKey"
+
+
+# --- payloads stored by reference (statecore.temporal._blob_driver) --------------------------
+
+
+class BlobError(StatecoreError):
+    """A payload stored by reference in statecore's database could not be stored or read."""
+
+    code = "BlobFailed"
+
+
+class BlobMissingError(BlobError):
+    """A claim in a workflow's history names a blob the database does not hold: it was
+    deleted by hand, the worker reads another database than the one that stored it, or its
+    row was lost. The message names the claim's digest and the workflow."""
+
+    code = "BlobMissing"
+
+
+class BlobCorruptError(BlobError):
+    """A stored blob's bytes do not hash to the digest its claim names (altered or truncated
+    in the database). Never passed on; the message names the claim and the workflow."""
+
+    code = "BlobCorrupt"
+
+
+class BlobStoreUnavailableError(BlobError):
+    """The database did not answer while a blob was stored or read. Nothing was lost: a
+    store is one transaction, written again by the retry; Temporal retries the workflow task
+    or the activity whose payload it was."""
+
+    code = "BlobStoreUnavailable"
+    retryable = True
+
+
+class BlobTooLargeError(BlobError):
+    """A payload is larger than one blob may be (``MAX_BLOB_BYTES``) or than the MariaDB
+    server takes in one statement (``max_allowed_packet``)."""
+
+    code = "BlobTooLarge"
 
 
 ERRORS_BY_CODE: dict[str, type[StatecoreError]] = {}

@@ -103,3 +103,22 @@ DEFAULT_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024
 GRPC_MESSAGE_LIMIT_BYTES = 4 * 1024 * 1024
 #: Below this no session input fits; a smaller setting is a mistake, not a configuration.
 MIN_PAYLOAD_LIMIT_BYTES = 64 * 1024
+
+# --- payloads stored by reference ----------------------------------------------------------------
+
+#: A payload this large or larger is stored in statecore's database and history keeps a
+#: claim (about 200 bytes): temporalio's own default, an eighth of the 2 MiB payload limit,
+#: so a workflow task of several such payloads stays far below it.
+DEFAULT_BLOB_THRESHOLD_BYTES = 256 * 1024
+#: The largest payload one blob holds: a 16 MiB document or KV value, JSON-escaped or in
+#: base64 (4/3), inside its envelope and the codec's, with room to spare. A larger payload is
+#: refused with BlobTooLarge rather than sent to the database in one statement.
+MAX_BLOB_BYTES = 32 * 1024 * 1024
+#: The sweep leaves a blob stored for a workflow this recently (or stored with no workflow),
+#: however the workflow looks: a client stores a start's input before the server has heard
+#: of the workflow, and a worker stores a workflow task's payloads before it completes.
+BLOB_SWEEP_GRACE_SECONDS = 3600
+#: Blobs kept compressed only when zlib saves at least this share of their bytes (encrypted
+#: payloads do not compress, and reading them back should not pay for an inflate that gains
+#: nothing).
+BLOB_MIN_COMPRESSION_SAVING = 0.1
