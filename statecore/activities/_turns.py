@@ -12,7 +12,7 @@ from typing import TypeVar
 from temporalio import activity
 
 from statecore.activities._failures import typed_errors
-from statecore.activities._resources import WorkerResources
+from statecore.activities._resources import WorkerResources, json_size
 from statecore.contract._activities import (
     ACT_COMMIT_TURN,
     ACT_GENERATE,
@@ -30,7 +30,12 @@ from statecore.contract._activities import (
     ReadStateInput,
     ReadStateResult,
 )
-from statecore.core._errors import ConflictError, InvalidInputError
+from statecore.core._errors import (
+    ConflictError,
+    ContentTooLargeError,
+    InvalidInputError,
+    StateTooLargeError,
+)
 from statecore.core._models import KVEntry, Message
 from statecore.llm import ModelRequest, ModelResponse
 from statecore.observability._metrics import record_turn
@@ -185,11 +190,16 @@ class TurnActivities:
     @typed_errors
     async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
         validate_user_bucket(input.bucket)
-        return await run_transaction(
+        entry = await run_transaction(
             self._r.store,
             lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key),
             read_only=True,
         )
+        if entry is not None and not self._r.large_values:
+            size = len(entry.value) if entry.kind == "bytes" else json_size(entry.value)
+            what = f"KV value {input.bucket}/{input.key}"
+            self._r.check_inline(size, what, ContentTooLargeError)
+        return entry
 
     @activity.defn(name=ACT_READ_FLOW)
     @typed_errors
@@ -199,6 +209,9 @@ class TurnActivities:
         )
         if cp is None:
             return None
+        if not self._r.large_values:
+            what = f"flow {input.flow_id}'s checkpoint"
+            self._r.check_inline(json_size(cp.data), what, StateTooLargeError)
         return FlowOp(flow_id=cp.flow_id, step=cp.step, data=cp.data)
 
     @activity.defn(name=ACT_READ_STATE)
@@ -212,6 +225,8 @@ class TurnActivities:
         )
         if found is None:
             return ReadStateResult()
+        if not self._r.large_values:
+            self._r.check_inline(json_size(found.state), "the scoped state", StateTooLargeError)
         return ReadStateResult(state=found.state, version=found.version)
 
 

@@ -102,8 +102,9 @@ class ContextBudgetError(InvalidInputError):
 
 
 class StateTooLargeError(InvalidInputError):
-    """A scoped-state or flow document is over its limit (MAX_STATE_BYTES, 1 MiB: what a
-    turn can read back); store large data elsewhere by reference."""
+    """A scoped-state or flow document is over its limit (MAX_STATE_BYTES, 16 MiB), or a turn
+    reads one over MAX_INLINE_VALUE_BYTES (1 MiB) on a worker that does not store large
+    payloads by reference (``StatecorePlugin(blob_threshold_bytes=...)``)."""
 
     code = "StateTooLarge"
 

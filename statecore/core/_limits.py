@@ -19,13 +19,20 @@ MAX_KEY_LENGTH = 512
 
 #: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
 MAX_MESSAGE_BYTES = 512 * 1024
-#: One scoped-state or flow document, serialised as JSON. A turn reads the document back
-#: through one local-activity result, which Temporal caps at 2 MiB (and which history keeps:
-#: a 16 MB read would fill a third of a run's 50 MB history): the store accepts only what a
-#: turn can read back, with room for the codec and the envelope.
-MAX_STATE_BYTES = 1024 * 1024
-#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
-MAX_KV_VALUE_BYTES = 1024 * 1024
+#: One scoped-state or flow document, serialised as JSON: Agentex's promise of 16 MB of
+#: state per (task, agent). A turn reads and writes it through local activities whose
+#: payloads over the blob threshold are stored in statecore's database with a claim in history
+#: (``StatecorePlugin(blob_threshold_bytes=...)``, docs/large_values.md); without that a turn
+#: reads back at most MAX_INLINE_VALUE_BYTES.
+MAX_STATE_BYTES = 16 * 1024 * 1024
+#: One KV value (JSON as encoded, bytes as given): the same 16 MiB as a document, for the
+#: same reason, read through the turn API the same way.
+MAX_KV_VALUE_BYTES = 16 * 1024 * 1024
+#: The most a turn reads back as one inline payload (a document or a KV value) when the
+#: worker does not store large payloads by reference: Temporal fails a workflow task whose
+#: payload is over 2 MiB, and history keeps what a turn read (a 16 MB read would fill a
+#: third of a run's 50 MB). Over it the read is refused with StateTooLarge/ContentTooLarge.
+MAX_INLINE_VALUE_BYTES = 1024 * 1024
 #: Rows one read returns at most (list calls page past it).
 MAX_PAGE_SIZE = 1000
 #: A session idle this long closes; its state is kept or deleted by policy.

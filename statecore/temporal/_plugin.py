@@ -187,6 +187,9 @@ class StatecorePlugin(SimplePlugin):
             *(made for factory in activity_factories for made in factory(self.resources)),
         ]
         self.blob_driver = self._blob_driver(database_url, store, blob_threshold_bytes)
+        # Turns read documents and KV values up to 16 MiB only when payloads that large leave
+        # history as claims; otherwise the activities refuse what a workflow task cannot carry.
+        self.resources.large_values = self.blob_driver is not None
         converter: Callable[[DataConverter | None], DataConverter] = functools.partial(
             adjust_data_converter, codec=codec
         )

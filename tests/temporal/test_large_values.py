@@ -12,12 +12,13 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 from temporalio import activity, workflow
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
@@ -25,6 +26,12 @@ from temporalio.worker import Replayer, Worker
 
 from statecore.agent_session import WORKFLOWS
 from statecore.contract._session import workflow_id_for
+from statecore.core._errors import StateTooLargeError
+from statecore.core._limits import MAX_INLINE_VALUE_BYTES, MAX_KV_VALUE_BYTES, MAX_STATE_BYTES
+from statecore.core._models import SessionRef
+from statecore.errors import from_failure
+from statecore.store import open_store
+from statecore.store._inputs import encode_state
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql._schema import blob_refs, blobs
 from statecore.temporal._blob_driver import (
@@ -34,9 +41,10 @@ from statecore.temporal._blob_driver import (
 )
 from statecore.temporal._devserver import DevServer
 from statecore.temporal._plugin import workflow_runner
+from tests.catalog.turn_api_workflow import CatalogAgent
 from tests.dbs import fresh_database
 from tests.store.migration_helpers import ALL
-from tests.temporal.conftest import HISTORIES, running_env
+from tests.temporal.conftest import HISTORIES, Env, running_env
 
 pytestmark = pytest.mark.temporal
 
@@ -244,3 +252,71 @@ async def test_the_sweep_keeps_what_a_history_can_still_reference(
     replayer = Replayer(workflows=[BlobsTestWorkflow], data_converter=client.data_converter)
     await replayer.replay_workflow(kept, raise_on_replay_failure=True)
     await plugin.driver.close()
+
+
+# --- statecore's own large values through the turn API ----------------------------------------
+
+
+async def _start_catalog(env: Env, session_id: str) -> Any:
+    ref = SessionRef(agent_id=env.agent, session_id=session_id)
+    return await env.client.start_workflow(
+        "CatalogAgent", ref, id=f"lv:{env.agent}:{session_id}", task_queue=env.task_queue
+    )
+
+
+async def test_a_turn_reads_and_updates_a_16_mib_document(
+    dev_server: DevServer, database: str
+) -> None:
+    async with running_env(
+        dev_server, database, blob_threshold_bytes=THRESHOLD, extra_workflows=[CatalogAgent]
+    ) as env:
+        handle = await _start_catalog(env, "big")
+        overhead = len(encode_state({"text": "", "turns": 0}).encode())
+        size = MAX_STATE_BYTES - overhead  # the document is exactly at the limit
+        for number in (1, 2, 3):
+            # Each turn reads the whole document (turn.state.get) and writes a new one of
+            # 16 MiB; 120 s each at most on a shared machine.
+            request = {"turn_id": f"t{number}", "notes_size": size, "commit_only": True}
+            turn = await asyncio.wait_for(
+                handle.execute_update("turn", request, result_type=int), 120
+            )
+            assert turn == number
+        history = await handle.fetch_history()
+        # Two 16 MiB reads and three 16 MiB writes; history holds claims of ~200 bytes.
+        assert _history_bytes(history) < 100_000
+        store = await open_store(database)
+        try:
+            async with store.transaction() as tx:
+                found = await tx.state.get("default", "big", env.agent)
+        finally:
+            await store.close()
+        assert found is not None
+        assert found.state["turns"] == 3 and len(found.state["text"]) == size
+        # A 16 MiB KV value goes the same way.
+        value = {"bucket": "files", "key": "big", "bytes_size": MAX_KV_VALUE_BYTES}
+        request = {"turn_id": "kv", "kv": [value], "commit_only": True}
+        assert (
+            await asyncio.wait_for(handle.execute_update("turn", request, result_type=int), 120)
+            == 4
+        )
+
+
+async def test_without_blob_storage_a_turn_refuses_a_large_read_with_a_typed_error(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'inline.db'}"
+    async with running_env(dev_server, url, extra_workflows=[CatalogAgent]) as env:
+        handle = await _start_catalog(env, "inline")
+        size = MAX_INLINE_VALUE_BYTES + 1
+        # Writing 1 MiB + 1 works (the commit's input never reaches history) ...
+        request = {"turn_id": "w", "notes_size": size, "commit_only": True}
+        assert (
+            await asyncio.wait_for(handle.execute_update("turn", request, result_type=int), 60) == 1
+        )
+        # ... reading it back would put it in history: refused, naming the switch.
+        request = {"turn_id": "r", "notes_size": 1, "commit_only": True}
+        with pytest.raises(WorkflowUpdateFailedError) as caught:
+            await asyncio.wait_for(handle.execute_update("turn", request, result_type=int), 60)
+        error = from_failure(caught.value)
+        assert isinstance(error, StateTooLargeError), caught.value
+        assert "blob_threshold_bytes" in error.message

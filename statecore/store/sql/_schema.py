@@ -152,7 +152,8 @@ class KVEntryRow(Base):
     key: Mapped[str] = mapped_column(ascii_id(MAX_KEY_LENGTH))
     #: 'json' (value is UTF-8 JSON text) or 'bytes' (value is raw).
     kind: Mapped[str] = mapped_column(String(8))
-    value: Mapped[bytes] = mapped_column(medium_blob())
+    #: Up to MAX_KV_VALUE_BYTES (16 MiB): one byte more than MariaDB's MEDIUMBLOB holds.
+    value: Mapped[bytes] = mapped_column(long_blob())
     revision: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -11,6 +11,10 @@ is a row of ``blob_refs``, which the sweep reads to know when no history can ref
 blob any more. The reference's foreign key has no ON DELETE action: deleting a blob that has
 references fails, so a reference written while the sweep runs keeps its blob.
 
+The same revision widens ``statecore_kv_entries.value`` to LONGBLOB on MariaDB/MySQL: a KV
+value may now be 16 MiB (MAX_KV_VALUE_BYTES), one byte more than MEDIUMBLOB holds. Other
+databases' column already holds it; nothing changes there.
+
 Names are written out (not taken from statecore.store.sql._schema) so that this revision keeps
 doing the same thing whatever later code changes.
 """
@@ -21,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from statecore.store.sql._types import UtcDateTime, ascii_id, long_blob
+from statecore.store.sql._types import UtcDateTime, ascii_id, long_blob, medium_blob
 
 revision: str = "0007_blobs"
 down_revision: str | None = "0006_turn_records"
@@ -65,9 +69,31 @@ def upgrade() -> None:
     op.create_index(
         "ix_statecore_blob_refs_target_key", "statecore_blob_refs", ["target_key"], unique=False
     )
+    if _is_mysql():
+        op.alter_column(
+            "statecore_kv_entries",
+            "value",
+            existing_type=medium_blob(),
+            type_=long_blob(),
+            existing_nullable=False,
+        )
+
+
+def _is_mysql() -> bool:
+    return op.get_bind().dialect.name in ("mysql", "mariadb")
 
 
 def downgrade() -> None:
+    if _is_mysql():
+        # Values over MEDIUMBLOB's 16,777,215 bytes make this fail (strict mode) rather
+        # than be cut short.
+        op.alter_column(
+            "statecore_kv_entries",
+            "value",
+            existing_type=long_blob(),
+            type_=medium_blob(),
+            existing_nullable=False,
+        )
     op.drop_index("ix_statecore_blob_refs_target_key", table_name="statecore_blob_refs")
     op.drop_table("statecore_blob_refs")
     op.drop_table("statecore_blobs")
