@@ -19,6 +19,11 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, str] = {
     # Temporal: the plugin, the client and the worker.
     "StatecorePlugin": "statecore.temporal._plugin",
+    # Large payloads by reference in statecore's database (docs/large_values.md).
+    "StatecoreBlobPlugin": "statecore.temporal._blob_driver",
+    "StatecoreBlobDriver": "statecore.temporal._blob_driver",
+    "with_blob_storage": "statecore.temporal._blob_driver",
+    "sweep_blobs": "statecore.temporal._blob_driver",
     "AgentSessionClient": "statecore.temporal._client",
     "WorkerConfig": "statecore.temporal._worker_config",
     "run_worker": "statecore.temporal._worker",
@@ -206,6 +211,8 @@ __all__ = [
     "StateOperationResult",
     "StateStore",
     "StateTooLargeError",
+    "StatecoreBlobDriver",
+    "StatecoreBlobPlugin",
     "StatecoreError",
     "StatecorePlugin",
     "StoredMessage",
@@ -236,7 +243,9 @@ __all__ = [
     "read_events",
     "run_transaction",
     "run_worker",
+    "sweep_blobs",
     "upgrade_database",
+    "with_blob_storage",
     "workflow_id_for",
 ]
 
@@ -346,6 +355,12 @@ if TYPE_CHECKING:
     from statecore.store import StateStore, open_store, run_transaction
     from statecore.store._feed import follow_events, read_events
     from statecore.store._migrate import HEAD_REVISION, current_revision, upgrade_database
+    from statecore.temporal._blob_driver import (
+        StatecoreBlobDriver,
+        StatecoreBlobPlugin,
+        sweep_blobs,
+        with_blob_storage,
+    )
     from statecore.temporal._client import AgentSessionClient
     from statecore.temporal._connection import ConnectionConfig
     from statecore.temporal._encryption import (
