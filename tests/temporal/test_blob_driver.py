@@ -10,6 +10,7 @@ import json
 import os
 import zlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, update
@@ -278,3 +279,42 @@ async def test_a_user_selector_that_declines_leaves_the_payload_to_statecore(
     assert not mine.stored
     assert (await _rows(driver))[0] == 1
     assert await converter.decode(encoded) == ["x" * 200_000, "y" * 50_000]
+
+
+async def test_the_plugin_keeps_the_users_codec_and_driver_and_adds_statecores(
+    tmp_path: Path,
+) -> None:
+    from statecore import StatecorePlugin
+
+    codec = EncryptionCodec(Keyring([("k1", b"\x02" * 32)]))
+    mine = _DictDriver()
+    users = DataConverter(
+        payload_codec=codec,
+        external_storage=ExternalStorage(drivers=[mine], payload_size_threshold=4_000_000),
+    )
+    url = f"sqlite+aiosqlite:///{tmp_path / 'plugin.db'}"
+    plugin = StatecorePlugin(url, blob_threshold_bytes=100_000)
+    config = plugin.configure_client({"data_converter": users})  # type: ignore[typeddict-item]
+    converter = config["data_converter"]
+    assert converter.payload_codec is codec
+    assert converter.external_storage is not None
+    assert [d.name() for d in converter.external_storage.drivers] == ["user.dict", DRIVER_NAME]
+    assert plugin.resources.large_values
+    # Without the switch nothing changes: no external storage, turns read 1 MiB inline.
+    plain = StatecorePlugin(url)
+    plain_config = plain.configure_client({"data_converter": DataConverter()})  # type: ignore[typeddict-item]
+    assert plain_config["data_converter"].external_storage is None
+    assert not plain.resources.large_values
+
+
+def test_blob_storage_needs_a_sql_database() -> None:
+    from statecore import StatecorePlugin
+
+    with pytest.raises(ValueError, match="SQL database"):
+        StatecorePlugin(store=_MemoryLike(), blob_threshold_bytes=1024)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        StatecorePlugin("sqlite+aiosqlite:///x.db", blob_threshold_bytes=-1)
+
+
+class _MemoryLike:
+    """A store without a SQL engine, as memory:// is."""
