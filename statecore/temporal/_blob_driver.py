@@ -61,6 +61,7 @@ from statecore.store.sql._blobs import (
     BlobTarget,
     grace_cutoff,
 )
+from statecore.store.sql._engine import is_sqlite_memory
 
 #: The driver's name in claims. Histories keep it: it never changes.
 DRIVER_NAME = "statecore.sql"
@@ -128,10 +129,12 @@ class StatecoreBlobDriver(StorageDriver):
     def __init__(self, database_url: str | None = None, *, table: BlobTable | None = None) -> None:
         if (database_url is None) == (table is None):
             raise ValueError("pass exactly one of database_url= or table=")
-        if database_url is not None and database_url.strip().lower().startswith("memory"):
+        if database_url is not None and (
+            database_url.strip().lower().startswith("memory") or is_sqlite_memory(database_url)
+        ):
             raise InvalidInputError(
                 "payloads stored by reference need a SQL database every worker and client "
-                "reaches; memory:// is one process's"
+                "reaches; memory:// and in-memory SQLite are one process's"
             )
         self.table = table if table is not None else BlobTable.open(str(database_url))
 

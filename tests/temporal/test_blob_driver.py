@@ -30,6 +30,7 @@ from statecore.core._errors import (
     BlobMissingError,
     BlobStoreUnavailableError,
     BlobTooLargeError,
+    InvalidInputError,
 )
 from statecore.core._limits import MAX_BLOB_BYTES
 from statecore.store._migrate import upgrade_database
@@ -314,6 +315,9 @@ def test_blob_storage_needs_a_sql_database() -> None:
         StatecorePlugin(store=_MemoryLike(), blob_threshold_bytes=1024)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         StatecorePlugin("sqlite+aiosqlite:///x.db", blob_threshold_bytes=-1)
+    for url in ("memory://", "sqlite+aiosqlite://"):
+        with pytest.raises(InvalidInputError):
+            StatecoreBlobDriver(url)
 
 
 class _MemoryLike:
