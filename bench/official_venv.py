@@ -109,7 +109,7 @@ ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH, PYDANTIC_AI,
 
 #: What statecore's storage driver (``StatecoreBlobPlugin``) imports besides temporalio and
 #: pydantic, at the versions statecore runs with.
-BLOB_DRIVER_PACKAGES = ("sqlalchemy", "aiosqlite", "alembic", "tiktoken")
+BLOB_DRIVER_PACKAGES = ("sqlalchemy", "greenlet", "aiosqlite", "alembic", "tiktoken")
 
 
 def with_blob_driver(env: OfficialEnvironment) -> OfficialEnvironment:
