@@ -322,3 +322,36 @@ def test_blob_storage_needs_a_sql_database() -> None:
 
 class _MemoryLike:
     """A store without a SQL engine, as memory:// is."""
+
+
+@pytest.mark.mariadb
+async def test_mariadb_max_allowed_packet_is_checked_before_sending() -> None:
+    """A server whose max_allowed_packet is below a value's size: a typed refusal naming the
+    setting, nothing sent (the server would drop the statement with an error no retry
+    fixes). The test server allows 64M, so the store is told a lower figure."""
+    from statecore.core._errors import ContentTooLargeError
+    from statecore.core._models import KVScope
+    from statecore.store import open_store
+
+    async with fresh_database("mysql", "packet") as url:
+        await upgrade_database(url)
+        store = await open_store(url)
+        try:
+            store._max_packet_bytes = 1024 * 1024  # type: ignore[attr-defined]
+            scope = KVScope(namespace="default")
+            with pytest.raises(ContentTooLargeError, match="max_allowed_packet"):
+                async with store.transaction() as tx:
+                    await tx.kv.put(scope, "files", "big", b"\x01" * (2 * 1024 * 1024))
+            async with store.transaction() as tx:
+                await tx.kv.put(scope, "files", "small", b"\x01" * 1000)
+        finally:
+            await store.close()
+        driver = StatecoreBlobDriver(url)
+        try:
+            driver.table._max_packet = 1024 * 1024
+            payload = Payload(data=os.urandom(2 * 1024 * 1024))  # does not compress
+            with pytest.raises(BlobTooLargeError, match="max_allowed_packet"):
+                await driver.store(WORKFLOW, [payload])
+            assert await _rows(driver) == (0, 0)
+        finally:
+            await driver.close()
