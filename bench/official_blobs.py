@@ -5,6 +5,7 @@ run again with ``StatecoreBlobPlugin`` added to its client, so every payload of 
 database and history keeps a claim.
 
     .venv/bin/python -m bench.official_blobs --integration langgraph --turns 1000
+    .venv/bin/python -m bench.official_blobs --integration langgraph --turns 1000 --threshold 16384
     .venv/bin/python -m bench.official_blobs --integration openai-agents --turns 1000 --minutes 40
     .venv/bin/python -m bench.official_blobs --plot-only
 
@@ -12,7 +13,7 @@ The integration runs in its own environment with the driver's packages added
 (``bench/official_venv.py``, ``with_blob_driver``), against a fresh dev server (SQLite file)
 and a SQLite blob database. "Without the driver" is the committed side-by-side result of the
 same scenario (``bench/results/<integration>_side_by_side.json``, its official side), not run
-again. Writes ``bench/results/large_values/<integration>_with_blobs.{json,png}``.
+again. Writes ``bench/results/large_values/<integration>_with_blobs_<threshold>k.{json,png}``.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "bench/official_blobs.py",
         "command": f"python -m bench.official_blobs --integration {args.integration} "
-        f"--turns {args.turns}" + (f" --minutes {args.minutes}" if args.minutes else ""),
+        f"--turns {args.turns} --threshold {args.threshold}"
+        + (f" --minutes {args.minutes}" if args.minutes else ""),
         "machine": machine_info(),
         "settings": {
             "turns": args.turns,
@@ -158,11 +160,12 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.plot_only:
-        for path in sorted(RESULTS.glob("*_with_blobs.json")):
+        for path in sorted(RESULTS.glob("*_with_blobs_*.json")):
             plot(json.loads(path.read_text()), path.with_suffix(".png"))
         return
     result = asyncio.run(run(args))
-    out = RESULTS / f"{args.integration.replace('-', '_')}_with_blobs.json"
+    name = args.integration.replace("-", "_")
+    out = RESULTS / f"{name}_with_blobs_{args.threshold // 1024}k.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     plot(result, out.with_suffix(".png"))
     print(f"wrote {out}")
