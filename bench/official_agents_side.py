@@ -51,6 +51,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--model-url", required=True, help="the fake model server's API root")
     parser.add_argument("--turns", type=int, required=True)
     parser.add_argument("--checkpoints", default="10,100,300")
+    parser.add_argument("--minutes", type=float, help="stop sending turns after this long")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
         "--blob-database-url",
@@ -87,7 +88,9 @@ async def run(args: argparse.Namespace) -> dict:
         async def send(n: int, turn_id: str, text: str) -> str:
             return await handle.execute_update("send_message", text, id=turn_id, result_type=str)
 
-        latencies, stopped_by, last_reply = await drive(send, args.turns, label="official")
+        latencies, stopped_by, last_reply = await drive(
+            send, args.turns, label="official", minutes=args.minutes
+        )
         if stopped_by is None:
             await handle.signal("close")
         checkpoints = [int(x) for x in args.checkpoints.split(",")]
