@@ -25,6 +25,13 @@ __version__ = "0.2.0"
 _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     # Temporal: the plugin, the client and the worker.
     "statecore.temporal._plugin": ("StatecorePlugin",),
+    # Large payloads by reference in statecore's database (docs/large_values.md).
+    "statecore.temporal._blob_driver": (
+        "StatecoreBlobPlugin",
+        "StatecoreBlobDriver",
+        "with_blob_storage",
+        "sweep_blobs",
+    ),
     "statecore.temporal._client": ("AgentSessionClient",),
     "statecore.temporal._worker_config": ("WorkerConfig",),
     "statecore.temporal._worker": ("run_worker",),

@@ -48,6 +48,11 @@ from statecore.core._profile import (
 from statecore.errors import (
     AgentRunError as AgentRunError,
     AlreadyExistsError as AlreadyExistsError,
+    BlobCorruptError as BlobCorruptError,
+    BlobError as BlobError,
+    BlobMissingError as BlobMissingError,
+    BlobStoreUnavailableError as BlobStoreUnavailableError,
+    BlobTooLargeError as BlobTooLargeError,
     BundleError as BundleError,
     CheckpointTooLargeError as CheckpointTooLargeError,
     ConflictError as ConflictError,
@@ -118,6 +123,12 @@ from statecore.store._migrate import (
     current_revision as current_revision,
     HEAD_REVISION as HEAD_REVISION,
     upgrade_database as upgrade_database,
+)
+from statecore.temporal._blob_driver import (
+    StatecoreBlobDriver as StatecoreBlobDriver,
+    StatecoreBlobPlugin as StatecoreBlobPlugin,
+    sweep_blobs as sweep_blobs,
+    with_blob_storage as with_blob_storage,
 )
 from statecore.temporal._client import (
     AgentSessionClient as AgentSessionClient,

@@ -9,10 +9,13 @@ from pathlib import Path
 from statecore.contract._session import SessionInput
 from statecore.core._identifiers import IDENTIFIER_KINDS
 from statecore.core._limits import (
+    DEFAULT_BLOB_THRESHOLD_BYTES,
     DEFAULT_CONTEXT_BUDGET,
     DEFAULT_PAYLOAD_LIMIT_BYTES,
     GRPC_MESSAGE_LIMIT_BYTES,
     MAX_ACTIVITY_INPUT_BYTES,
+    MAX_BLOB_BYTES,
+    MAX_INLINE_VALUE_BYTES,
     MAX_KV_VALUE_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_REPLY_RESERVE,
@@ -73,15 +76,29 @@ def rows() -> list[tuple[str, str, str, str]]:
         ),
         (
             "KV value (JSON as encoded, or bytes)",
-            _size(MAX_KV_VALUE_BYTES),
+            _size(MAX_KV_VALUE_BYTES) + "; MariaDB: within `max_allowed_packet`",
             "store, turn API (`turn.kv.put`)",
             "`ContentTooLarge`",
         ),
         (
             "scoped-state or flow document (JSON as encoded)",
-            _size(MAX_STATE_BYTES) + ": what a turn reads back in one payload",
+            _size(MAX_STATE_BYTES) + "; MariaDB: within `max_allowed_packet`",
             "store, turn API (`turn.state.update`, `turn.flow.save`)",
             "`StateTooLarge`",
+        ),
+        (
+            "what a turn reads back (document, KV value) without blob storage",
+            _size(MAX_INLINE_VALUE_BYTES)
+            + "; with `StatecorePlugin(blob_threshold_bytes=...)` the limits above",
+            "turn API (`turn.state.get`, `turn.kv.get`, `turn.flow.latest`, shares)",
+            "`StateTooLarge`, `ContentTooLarge`",
+        ),
+        (
+            "one payload stored by reference (blob)",
+            _size(MAX_BLOB_BYTES) + f"; stored from {_size(DEFAULT_BLOB_THRESHOLD_BYTES)} "
+            "by default",
+            "storage driver (`StatecoreBlobDriver`)",
+            "`BlobTooLarge`",
         ),
         (
             "messages in one turn",

@@ -45,7 +45,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--model-url", required=True, help="the fake model server's API root")
     parser.add_argument("--turns", type=int, required=True)
     parser.add_argument("--checkpoints", default="10,100,300")
+    parser.add_argument("--minutes", type=float, help="stop sending turns after this long")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--blob-database-url",
+        help="also run statecore's storage driver (StatecoreBlobPlugin) on this database",
+    )
+    parser.add_argument("--blob-threshold", type=int, default=256 * 1024)
     return parser.parse_args()
 
 
@@ -58,7 +64,14 @@ async def run(args: argparse.Namespace) -> dict:
         model_params=ModelActivityParameters(start_to_close_timeout=timedelta(seconds=60)),
         model_provider=provider,
     )
-    client = await Client.connect(args.address, plugins=[plugin])
+    plugins: list = [plugin]
+    if args.blob_database_url:
+        from statecore.temporal._blob_driver import StatecoreBlobPlugin
+
+        plugins.append(
+            StatecoreBlobPlugin(args.blob_database_url, threshold_bytes=args.blob_threshold)
+        )
+    client = await Client.connect(args.address, plugins=plugins)
     queue = f"official-{uuid.uuid4().hex[:8]}"
     workflow_id = f"official-agent-chat-{uuid.uuid4().hex[:8]}"
     async with Worker(
@@ -69,7 +82,9 @@ async def run(args: argparse.Namespace) -> dict:
         async def send(n: int, turn_id: str, text: str) -> str:
             return await handle.execute_update("send_message", text, id=turn_id, result_type=str)
 
-        latencies, stopped_by, last_reply = await drive(send, args.turns, label="official")
+        latencies, stopped_by, last_reply = await drive(
+            send, args.turns, label="official", minutes=args.minutes
+        )
         if stopped_by is None:
             await handle.signal("close")
         checkpoints = [int(x) for x in args.checkpoints.split(",")]
@@ -86,9 +101,26 @@ async def run(args: argparse.Namespace) -> dict:
     )
 
 
+async def blob_totals(url: str) -> dict:
+    """What the blob table holds after the run (statecore's storage driver)."""
+    from statecore.store.sql._blobs import BlobTable
+
+    table = BlobTable.open(url)
+    try:
+        count, size, stored = await table.totals()
+    finally:
+        await table.close()
+    return {"blobs": count, "payload_bytes": size, "stored_bytes": stored}
+
+
 def main() -> None:
     args = parse_args()
     result = asyncio.run(run(args))
+    if args.blob_database_url:
+        result["blob_storage"] = {
+            "threshold_bytes": args.blob_threshold,
+            **asyncio.run(blob_totals(args.blob_database_url)),
+        }
     args.out.write_text(json.dumps(result, indent=1))
 
 

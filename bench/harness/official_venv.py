@@ -109,6 +109,20 @@ GOOGLE_ADK = OfficialEnvironment(
 )
 ENVIRONMENTS = {env.name: env for env in (OPENAI_AGENTS, LANGGRAPH, PYDANTIC_AI, GOOGLE_ADK)}
 
+#: What statecore's storage driver (``StatecoreBlobPlugin``) imports besides temporalio and
+#: pydantic, at the versions statecore runs with.
+BLOB_DRIVER_PACKAGES = ("sqlalchemy", "greenlet", "aiosqlite", "alembic", "tiktoken")
+
+
+def with_blob_driver(env: OfficialEnvironment) -> OfficialEnvironment:
+    """``env`` plus what statecore's storage driver needs, in a folder of its own (the
+    integration's own environment stays as it is): ``bench/official_blobs.py`` runs the
+    official integration with ``StatecoreBlobPlugin`` from the repository in it."""
+    extra = tuple(f"{name}=={metadata.version(name)}" for name in BLOB_DRIVER_PACKAGES)
+    return OfficialEnvironment(
+        f"{env.name}-blobs", env.folder.with_name(env.folder.name + "-blobs"), env.pins + extra
+    )
+
 
 def main(argv: list[str] | None = None) -> int:
     """Build the named environments (all by default), or with ``--check`` only say whether

@@ -7,12 +7,13 @@ here at call time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from statecore.contract._session import TurnBudget
 from statecore.core._errors import StatecoreError, UnknownAgentError
-from statecore.core._limits import DEFAULT_STREAM_FLUSH_SECONDS
+from statecore.core._limits import DEFAULT_STREAM_FLUSH_SECONDS, MAX_INLINE_VALUE_BYTES
 from statecore.core._model_windows import context_budget
 from statecore.core._profile import SessionProfile
 from statecore.core._tokens import TokenCounter
@@ -31,6 +32,10 @@ class WorkerResources:
     agents: Mapping[str, AgentTurnRunner] = field(default_factory=dict)
     #: Shortest pause between two writes of a streaming turn's row (docs/streaming.md).
     stream_flush_seconds: float = DEFAULT_STREAM_FLUSH_SECONDS
+    #: Whether this worker stores large payloads by reference (``blob_threshold_bytes``):
+    #: then a turn reads documents and KV values up to 16 MiB, else up to
+    #: MAX_INLINE_VALUE_BYTES (a larger payload would fail the workflow task every time).
+    large_values: bool = False
     _store: StateStore | None = None
 
     @property
@@ -38,6 +43,18 @@ class WorkerResources:
         if self._store is None:
             raise StatecoreError("the statecore store is not open; is the worker running?")
         return self._store
+
+    def check_inline(self, size: int, what: str, error: type[StatecoreError]) -> None:
+        """``error`` when a value of ``size`` bytes is more than a turn may read inline."""
+        if self.large_values or size <= MAX_INLINE_VALUE_BYTES:
+            return
+        raise error(
+            f"{what} is {size:,} bytes; a turn reads at most {MAX_INLINE_VALUE_BYTES:,} bytes "
+            "inline. Store large payloads by reference to read up to 16 MiB: "
+            "StatecorePlugin(..., blob_threshold_bytes=256 * 1024), see docs/large_values.md",
+            size=size,
+            limit=MAX_INLINE_VALUE_BYTES,
+        )
 
     def attach(self, store: StateStore | None) -> None:
         self._store = store
@@ -70,3 +87,9 @@ class WorkerResources:
             max_tokens=context_budget(profile.max_tokens, window),
             encoding=self.counter.encoding_name,
         )
+
+
+def json_size(value: object) -> int:
+    """A value's size as the store measures it: compact JSON, UTF-8."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8"))

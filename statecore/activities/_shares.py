@@ -10,7 +10,7 @@ from __future__ import annotations
 from temporalio import activity
 
 from statecore.activities._failures import typed_errors
-from statecore.activities._resources import WorkerResources
+from statecore.activities._resources import WorkerResources, json_size
 from statecore.contract._shares import (
     ACT_NEW_SHARE_TOKEN,
     ACT_READ_SHARED_KV,
@@ -22,6 +22,7 @@ from statecore.contract._shares import (
     RedeemShareInput,
     RedeemShareResult,
 )
+from statecore.core._errors import ContentTooLargeError, StateTooLargeError
 from statecore.core._models import validate_key
 from statecore.operations._shares import new_token, read_shared_kv, read_shared_state, resolve
 from statecore.store import StoreTransaction, run_transaction
@@ -59,7 +60,11 @@ class ShareActivities:
                 **found,
             )
 
-        return await run_transaction(self._r.store, read, read_only=True)
+        result = await run_transaction(self._r.store, read, read_only=True)
+        if result.state is not None and not self._r.large_values:
+            what = "the shared scoped state"
+            self._r.check_inline(json_size(result.state), what, StateTooLargeError)
+        return result
 
     @activity.defn(name=ACT_READ_SHARED_KV)
     @typed_errors
@@ -70,4 +75,7 @@ class ShareActivities:
             lambda tx: read_shared_kv(tx, input.ref.namespace, input.token, input.key),
             read_only=True,
         )
+        if entry is not None and not self._r.large_values:
+            size = len(entry.value) if entry.kind == "bytes" else json_size(entry.value)
+            self._r.check_inline(size, f"shared KV value {input.key}", ContentTooLargeError)
         return ReadSharedKVResult(entry=entry)

@@ -12,7 +12,7 @@ from typing import TypeVar
 from temporalio import activity
 
 from statecore.activities._failures import typed_errors
-from statecore.activities._resources import WorkerResources
+from statecore.activities._resources import WorkerResources, json_size
 from statecore.activities._stream_writer import StreamWriter
 from statecore.contract._activities import (
     ACT_COMMIT_TURN,
@@ -33,10 +33,12 @@ from statecore.contract._activities import (
 )
 from statecore.core._errors import (
     ConflictError,
+    ContentTooLargeError,
     InvalidInputError,
     ModelError,
     ModelUnavailableError,
     StatecoreError,
+    StateTooLargeError,
 )
 from statecore.core._models import KVEntry, Message
 from statecore.llm import ChatModel, ModelRequest, ModelResponse
@@ -212,11 +214,16 @@ class TurnActivities:
     @typed_errors
     async def read_kv(self, input: ReadKVInput) -> KVEntry | None:
         validate_user_bucket(input.bucket)
-        return await run_transaction(
+        entry = await run_transaction(
             self._r.store,
             lambda tx: tx.kv.get(input.ref.kv_scope, input.bucket, input.key),
             read_only=True,
         )
+        if entry is not None and not self._r.large_values:
+            size = len(entry.value) if entry.kind == "bytes" else json_size(entry.value)
+            what = f"KV value {input.bucket}/{input.key}"
+            self._r.check_inline(size, what, ContentTooLargeError)
+        return entry
 
     @activity.defn(name=ACT_READ_FLOW)
     @typed_errors
@@ -226,6 +233,9 @@ class TurnActivities:
         )
         if cp is None:
             return None
+        if not self._r.large_values:
+            what = f"flow {input.flow_id}'s checkpoint"
+            self._r.check_inline(json_size(cp.data), what, StateTooLargeError)
         return FlowOp(flow_id=cp.flow_id, step=cp.step, data=cp.data)
 
     @activity.defn(name=ACT_READ_STATE)
@@ -239,6 +249,8 @@ class TurnActivities:
         )
         if found is None:
             return ReadStateResult()
+        if not self._r.large_values:
+            self._r.check_inline(json_size(found.state), "the scoped state", StateTooLargeError)
         return ReadStateResult(state=found.state, version=found.version)
 
 

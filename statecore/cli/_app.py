@@ -10,6 +10,7 @@ import sys
 import traceback
 from typing import ClassVar, NoReturn
 
+from statecore.cli import _blobs as blobs
 from statecore.cli import _bundles as bundles
 from statecore.cli import _chat as chat
 from statecore.cli import _database as database
@@ -42,6 +43,7 @@ Operate statecore sessions: durable state for long-running AI agents on Temporal
   statecore sessions list --status paused --json
   statecore export support-bot alice -o alice.bundle.json
   statecore --database-url postgresql://app@db/agents import alice.bundle.json
+  statecore blobs usage                           # large payloads stored by reference
 
 Global options may come before or after the command; options after it win.
 """
@@ -68,7 +70,7 @@ def build_parser() -> Parser:
     )
     add_global_options(parser, with_defaults=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dev, worker, chat, listing, operate, bundles, database, shares, events):
+    for module in (dev, worker, chat, listing, operate, bundles, database, shares, events, blobs):
         module.register(commands)
     return parser
 

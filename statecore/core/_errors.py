@@ -102,8 +102,9 @@ class ContextBudgetError(InvalidInputError):
 
 
 class StateTooLargeError(InvalidInputError):
-    """A scoped-state or flow document is over its limit (MAX_STATE_BYTES, 1 MiB: what a
-    turn can read back); store large data elsewhere by reference."""
+    """A scoped-state or flow document is over its limit (MAX_STATE_BYTES, 16 MiB), or a turn
+    reads one over MAX_INLINE_VALUE_BYTES (1 MiB) on a worker that does not store large
+    payloads by reference (``StatecorePlugin(blob_threshold_bytes=...)``)."""
 
     code = "StateTooLarge"
 
@@ -314,6 +315,46 @@ class UnknownEncryptionKeyError(PayloadDecryptionError):
     keys stay in the keyring after a rotation until no history needs them)."""
 
     code = "UnknownEncryptionKey"
+
+
+# --- payloads stored by reference (statecore.temporal._blob_driver) --------------------------
+
+
+class BlobError(StatecoreError):
+    """A payload stored by reference in statecore's database could not be stored or read."""
+
+    code = "BlobFailed"
+
+
+class BlobMissingError(BlobError):
+    """A claim in a workflow's history names a blob the database does not hold: it was
+    deleted by hand, the worker reads another database than the one that stored it, or its
+    row was lost. The message names the claim's digest and the workflow."""
+
+    code = "BlobMissing"
+
+
+class BlobCorruptError(BlobError):
+    """A stored blob's bytes do not hash to the digest its claim names (altered or truncated
+    in the database). Never passed on; the message names the claim and the workflow."""
+
+    code = "BlobCorrupt"
+
+
+class BlobStoreUnavailableError(BlobError):
+    """The database did not answer while a blob was stored or read. Nothing was lost: a
+    store is one transaction, written again by the retry; Temporal retries the workflow task
+    or the activity whose payload it was."""
+
+    code = "BlobStoreUnavailable"
+    retryable = True
+
+
+class BlobTooLargeError(BlobError):
+    """A payload is larger than one blob may be (``MAX_BLOB_BYTES``) or than the MariaDB
+    server takes in one statement (``max_allowed_packet``)."""
+
+    code = "BlobTooLarge"
 
 
 ERRORS_BY_CODE: dict[str, type[StatecoreError]] = {}

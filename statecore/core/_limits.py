@@ -19,13 +19,20 @@ MAX_KEY_LENGTH = 512
 
 #: Temporal's payload hard limit is 2 MiB; one message must leave room for the rest of a turn.
 MAX_MESSAGE_BYTES = 512 * 1024
-#: One scoped-state or flow document, serialised as JSON. A turn reads the document back
-#: through one local-activity result, which Temporal caps at 2 MiB (and which history keeps:
-#: a 16 MB read would fill a third of a run's 50 MB history): the store accepts only what a
-#: turn can read back, with room for the codec and the envelope.
-MAX_STATE_BYTES = 1024 * 1024
-#: One KV value (JSON as encoded, bytes as given; base64 in a payload is 1.4 MB).
-MAX_KV_VALUE_BYTES = 1024 * 1024
+#: One scoped-state or flow document, serialised as JSON: Agentex's promise of 16 MB of
+#: state per (task, agent). A turn reads and writes it through local activities whose
+#: payloads over the blob threshold are stored in statecore's database with a claim in history
+#: (``StatecorePlugin(blob_threshold_bytes=...)``, docs/large_values.md); without that a turn
+#: reads back at most MAX_INLINE_VALUE_BYTES.
+MAX_STATE_BYTES = 16 * 1024 * 1024
+#: One KV value (JSON as encoded, bytes as given): the same 16 MiB as a document, for the
+#: same reason, read through the turn API the same way.
+MAX_KV_VALUE_BYTES = 16 * 1024 * 1024
+#: The most a turn reads back as one inline payload (a document or a KV value) when the
+#: worker does not store large payloads by reference: Temporal fails a workflow task whose
+#: payload is over 2 MiB, and history keeps what a turn read (a 16 MB read would fill a
+#: third of a run's 50 MB). Over it the read is refused with StateTooLarge/ContentTooLarge.
+MAX_INLINE_VALUE_BYTES = 1024 * 1024
 #: Rows one read returns at most (list calls page past it).
 MAX_PAGE_SIZE = 1000
 #: A session idle this long closes; its state is kept or deleted by policy.
@@ -134,3 +141,21 @@ DEFAULT_STREAM_READ_SECONDS = 15 * 60
 #: 1 ms a reader spins on the database; above a minute it is no longer a stream.
 MIN_STREAM_POLL_SECONDS = 0.001
 MAX_STREAM_POLL_SECONDS = 60.0
+# --- payloads stored by reference ----------------------------------------------------------------
+
+#: A payload this large or larger is stored in statecore's database and history keeps a
+#: claim (about 200 bytes): temporalio's own default, an eighth of the 2 MiB payload limit,
+#: so a workflow task of several such payloads stays far below it.
+DEFAULT_BLOB_THRESHOLD_BYTES = 256 * 1024
+#: The largest payload one blob holds: a 16 MiB document or KV value, JSON-escaped or in
+#: base64 (4/3), inside its envelope and the codec's, with room to spare. A larger payload is
+#: refused with BlobTooLarge rather than sent to the database in one statement.
+MAX_BLOB_BYTES = 32 * 1024 * 1024
+#: The sweep leaves a blob stored for a workflow this recently (or stored with no workflow),
+#: however the workflow looks: a client stores a start's input before the server has heard
+#: of the workflow, and a worker stores a workflow task's payloads before it completes.
+BLOB_SWEEP_GRACE_SECONDS = 3600
+#: Blobs kept compressed only when zlib saves at least this share of their bytes (encrypted
+#: payloads do not compress, and reading them back should not pay for an inflate that gains
+#: nothing).
+BLOB_MIN_COMPRESSION_SAVING = 0.1

@@ -40,7 +40,6 @@ MODEL_CONTEXT_WINDOWS: dict[str, int] = {
 }
 
 
-
 def context_window_for(model_name: str) -> int | None:
     """The window of ``model_name`` (``"gpt-4o-2024-08-06"``, ``"openai:gpt-4o"``), or None."""
     name = model_name.rsplit(":", 1)[-1].rsplit("/", 1)[-1].lower()

@@ -352,8 +352,6 @@ class TokenUsage(StatecoreModel):
         )
 
 
-
-
 class OrchestrationState(StatecoreModel):
     active_step: str | None = None
     recently_used_tools: list[str] = Field(default_factory=list)

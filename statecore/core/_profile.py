@@ -64,5 +64,3 @@ class SessionProfile(StatecoreModel):
                 f"({self.max_tokens}); summarize before the window can fill the context"
             )
         return self
-
-

@@ -320,7 +320,7 @@ class TurnRecordStore(RecordsChanges, abc.ABC, changes=changes.TURNS):
 
 class ScopedStateStore(RecordsChanges, abc.ABC, changes=changes.STATE):
     """Scoped state: one JSON document per (namespace, task_id, agent_id), at most
-    MAX_STATE_BYTES (1 MiB)."""
+    MAX_STATE_BYTES (16 MiB)."""
 
     @abc.abstractmethod
     async def create(

@@ -29,6 +29,7 @@ from statecore.core._errors import (
 )
 from statecore.core._limits import (
     MAX_COUNTER,
+    MAX_INLINE_VALUE_BYTES,
     MAX_KV_VALUE_BYTES,
     MAX_PAGE_SIZE,
     MAX_RECENT_TOOLS,
@@ -164,7 +165,8 @@ def check_message(message: Any) -> Message:
         validate_text(call.id, "tool call id")
         validate_text(call.name, "tool call name")
         validate_text(call.arguments, "tool call arguments")
-    encode_json(checked.metadata, "message metadata", MAX_KV_VALUE_BYTES, ContentTooLargeError)
+    # Metadata rides with its message into every model call's context: it keeps the inline cap.
+    encode_json(checked.metadata, "message metadata", MAX_INLINE_VALUE_BYTES, ContentTooLargeError)
     return checked
 
 
@@ -212,7 +214,7 @@ def encode_state(state: Any, what: str = "state") -> str:
 
 
 def encode_kv_value(value: Any) -> tuple[str, bytes | str]:
-    """``("bytes", raw)`` for bytes-like values, else ``("json", text)``; at most 1 MiB."""
+    """``("bytes", raw)`` for bytes-like values, else ``("json", text)``; at most 16 MiB."""
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
         if len(raw) > MAX_KV_VALUE_BYTES:
@@ -235,8 +237,9 @@ def checked_turn_id(ref: Any, turn_id: Any) -> str:
 
 
 def encode_turn_record(value: Any) -> str:
-    """A turn record's stored text: any JSON value, capped like a KV value."""
-    return encode_json(value, "turn record", MAX_KV_VALUE_BYTES)
+    """A turn record's stored text: any JSON value, capped at what a turn reads inline (a
+    resent turn id returns it as an update's result, which history keeps)."""
+    return encode_json(value, "turn record", MAX_INLINE_VALUE_BYTES)
 
 
 # --- whole argument lists, checked the same way by every backend ---------------------------

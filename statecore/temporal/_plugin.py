@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any
 
-from temporalio.converter import PayloadCodec
+from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -44,7 +44,9 @@ from statecore.core._tokens import DEFAULT_ENCODING, TokenCounter
 from statecore.llm import ChatModel, OfflineModel
 from statecore.store import check_database_url, open_store
 from statecore.store._base import StateStore
+from statecore.store.sql._blobs import BlobTable
 from statecore.temporal._agent_registry import agent_runners
+from statecore.temporal._blob_driver import StatecoreBlobDriver, with_blob_storage
 from statecore.temporal._converter import adjust_data_converter
 from statecore.temporal._exit_guard import release_native_clients_at_exit
 
@@ -83,6 +85,16 @@ def workflow_runner(existing: WorkflowRunner | None = None) -> WorkflowRunner:
     return existing
 
 
+def _with_blobs(
+    existing: DataConverter | None,
+    *,
+    adjust: Callable[[DataConverter | None], DataConverter],
+    driver: StatecoreBlobDriver,
+    threshold_bytes: int,
+) -> DataConverter:
+    return with_blob_storage(adjust(existing), driver, threshold_bytes=threshold_bytes)
+
+
 class StatecorePlugin(SimplePlugin):
     """Durable agent state for a Temporal client and worker.
 
@@ -107,6 +119,11 @@ class StatecorePlugin(SimplePlugin):
             turn as that agent's run (see docs/openai_agents.md).
         stream_flush_seconds: the shortest pause between two writes of a streaming turn's
             row (docs/streaming.md): lower streams each delta sooner, at more writes a turn.
+        blob_threshold_bytes: store payloads this large or larger in statecore's database and
+            keep only a claim in history (Temporal's external storage with
+            ``StatecoreBlobDriver``; see docs/large_values.md). ``None`` (the default) leaves
+            payloads inline. Applies to every workflow and activity of this client and worker,
+            after the codec; external storage the user configured is kept.
         codec: a ``PayloadCodec`` applied to every payload of this client and worker, e.g.
             ``statecore.EncryptionCodec`` to keep workflow history encrypted. A codec already
             on the client's data converter is kept as it is; passing one here as well is a
@@ -130,6 +147,7 @@ class StatecorePlugin(SimplePlugin):
         codec: PayloadCodec | None = None,
         agents: Mapping[str, Any] | None = None,
         stream_flush_seconds: float = DEFAULT_STREAM_FLUSH_SECONDS,
+        blob_threshold_bytes: int | None = None,
     ) -> None:
         if (database_url is None) == (store is None):
             raise ValueError("pass exactly one of database_url= or store=")
@@ -186,10 +204,25 @@ class StatecorePlugin(SimplePlugin):
             *extra_activities,
             *(made for factory in activity_factories for made in factory(self.resources)),
         ]
+        self.blob_driver = self._blob_driver(database_url, store, blob_threshold_bytes)
+        # Turns read documents and KV values up to 16 MiB only when payloads that large leave
+        # history as claims; otherwise the activities refuse what a workflow task cannot carry.
+        self.resources.large_values = self.blob_driver is not None
+        converter: Callable[[DataConverter | None], DataConverter] = functools.partial(
+            adjust_data_converter, codec=codec
+        )
+        if self.blob_driver is not None:
+            assert blob_threshold_bytes is not None
+            converter = functools.partial(
+                _with_blobs,
+                adjust=converter,
+                driver=self.blob_driver,
+                threshold_bytes=blob_threshold_bytes,
+            )
         super().__init__(
             PLUGIN_NAME,
             # Callables: temporalio hands them what the user configured, to adjust.
-            data_converter=functools.partial(adjust_data_converter, codec=codec),
+            data_converter=converter,
             activities=activities,
             workflows=[*WORKFLOWS, *extra_workflows],
             workflow_runner=workflow_runner,
@@ -197,6 +230,24 @@ class StatecorePlugin(SimplePlugin):
             interceptors=[SingleInputInterceptor()],
             run_context=self._run_context,
         )
+
+    @staticmethod
+    def _blob_driver(
+        database_url: str | None, store: StateStore | None, threshold: int | None
+    ) -> StatecoreBlobDriver | None:
+        if threshold is None:
+            return None
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+            raise ValueError("blob_threshold_bytes must be a whole number of bytes, 0 or more")
+        if database_url is not None:
+            return StatecoreBlobDriver(database_url)
+        engine = getattr(store, "engine", None)
+        if engine is None:
+            raise ValueError(
+                "blob_threshold_bytes needs a SQL database every worker and client reaches; "
+                "the given store has none (memory://)"
+            )
+        return StatecoreBlobDriver(table=BlobTable(engine, owns_engine=False))
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Run the worker inside ``_run_context``; a failure to open the store ends it.
@@ -238,3 +289,5 @@ class StatecorePlugin(SimplePlugin):
             self.store_ready.clear()
             self.resources.attach(None)
             await store.close()
+            if self.blob_driver is not None:
+                await self.blob_driver.close()

@@ -103,7 +103,8 @@ ACTIONS = {
     "EmptyContent": "Send some text.",
     "UnknownStore": "Name stores among conversation, kv, state, flow, orchestration, tools, task.",
     "StateTooLarge": (
-        "Keep the document under 1 MiB; keep large data elsewhere by reference (claim check)."
+        "Keep the document under 16 MiB; to read more than 1 MiB in a turn, turn on "
+        "`blob_threshold_bytes` (docs/large_values.md)."
     ),
     "InvalidBundle": "Export the session again and copy the whole file; do not edit bundles.",
     "AlreadyExists": "Import with `replace=True` (or `--replace`), or into another session id.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statecore.core._limits import MAX_MESSAGE_BYTES, MAX_STATE_BYTES
+from statecore.core._limits import MAX_KV_VALUE_BYTES, MAX_MESSAGE_BYTES, MAX_STATE_BYTES
 from tests.catalog.kinds import MIB, BundleImport, ClientCall, Entry, TurnApi
 
 TURN_API = "turn API in a user workflow"
@@ -235,9 +235,9 @@ _add(
     ),
     _turn(
         "turn-kv-value-oversize",
-        "a KV value of 1 MiB + 1 byte (committed without a model call)",
+        "a KV value of 16 MiB + 1 byte (committed without a model call)",
         "ContentTooLarge",
-        kv=_kv("prefs", "big", bytes_size=MIB + 1),
+        kv=_kv("prefs", "big", bytes_size=MAX_KV_VALUE_BYTES + 1),
         commit_only=True,
     ),
     _turn(
@@ -251,7 +251,7 @@ _add(
     ),
     _turn(
         "turn-state-over-16mb",
-        "a scoped-state document over 1 MiB (committed without a model call)",
+        "a scoped-state document over 16 MiB (committed without a model call)",
         "StateTooLarge",
         notes_size=MAX_STATE_BYTES,
         commit_only=True,

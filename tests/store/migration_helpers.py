@@ -33,8 +33,16 @@ GRAPH_TABLES = {"statecore_graph_checkpoints", "statecore_graph_blobs", "stateco
 FEED_TABLES = {"statecore_events", "statecore_event_heads"}
 #: The turn records' table (revision 0006).
 TURN_TABLES = {"statecore_turn_records", "statecore_turn_streams"}
+#: Payloads stored by reference (revision 0008_blobs).
+BLOB_TABLES = {"statecore_blobs", "statecore_blob_refs"}
 #: Every table at head.
-PREFIXED = {f"statecore_{name}" for name in UNPREFIXED} | GRAPH_TABLES | FEED_TABLES | TURN_TABLES
+PREFIXED = (
+    {f"statecore_{name}" for name in UNPREFIXED}
+    | GRAPH_TABLES
+    | FEED_TABLES
+    | TURN_TABLES
+    | BLOB_TABLES
+)
 
 
 async def table_names(url: str) -> set[str]:

@@ -22,7 +22,7 @@ from statecore.core._errors import (
     StateTooLargeError,
     VersionConflictError,
 )
-from statecore.core._limits import MAX_MESSAGE_BYTES, MAX_STATE_BYTES
+from statecore.core._limits import MAX_KV_VALUE_BYTES, MAX_MESSAGE_BYTES, MAX_STATE_BYTES
 from statecore.core._models import Message, OrchestrationUpdate, ToolCall
 from statecore.store import StateStore
 from tests.store.bad_input import (
@@ -118,7 +118,7 @@ def _cases() -> list[Any]:
     case(
         "kv-bytes-too-large",
         ContentTooLargeError,
-        lambda tx, e: tx.kv.put(e.scope, "prefs", "theme", b"x" * (2**20 + 1)),
+        lambda tx, e: tx.kv.put(e.scope, "prefs", "theme", b"x" * (MAX_KV_VALUE_BYTES + 1)),
     )
     case(
         "state-not-a-dict",

@@ -218,7 +218,11 @@ async def test_a_turn_reads_back_the_largest_state_the_store_accepts(
     env_factory: Any, tmp_path: Path
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'readback.db'}"
-    async with env_factory(url, extra_workflows=[CatalogAgent]) as env:
+    # 16 MiB is read back as a claim: the worker stores large payloads by reference
+    # (without that, tests/temporal/test_large_values.py shows the typed refusal).
+    async with env_factory(
+        url, extra_workflows=[CatalogAgent], blob_threshold_bytes=256 * 1024
+    ) as env:
         ref = SessionRef(agent_id=env.agent, session_id="big-state")
         handle = await env.client.start_workflow(
             "CatalogAgent", ref, id=f"readback:{env.agent}", task_queue=env.task_queue

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from statecore.core._errors import InvalidInputError, RevisionConflictError
+from statecore.core._errors import ContentTooLargeError, InvalidInputError, RevisionConflictError
 from statecore.core._models import (
     KeyPage,
     KVEntry,
@@ -251,12 +251,33 @@ class SqlKVStore(KVStore):
         self, kind: str, encoded: bytes | str, ttl_seconds: float | None
     ) -> dict[str, Any]:
         now = self._ctx.now
+        self._check_fits_statement(encoded)
         return {
             "kind": kind,
             "value": _payload(encoded),
             "updated_at": now,
             "expires_at": None if ttl_seconds is None else now + timedelta(seconds=ttl_seconds),
         }
+
+    def _check_fits_statement(self, encoded: bytes | str) -> None:
+        """ContentTooLargeError before anything is sent when a value, escaped as the
+        MariaDB/MySQL driver sends it, is over the server's ``max_allowed_packet``: the
+        server would drop the statement with an error no retry can fix."""
+        limit = self._ctx.max_packet
+        if limit is None:
+            return
+        raw = encoded.encode("utf-8") if isinstance(encoded, str) else encoded
+        escaped = sum(raw.count(b) for b in (b"\x00", b"\n", b"\r", b"\\", b"'", b'"', b"\x1a"))
+        size = len(raw) + escaped + 4096
+        if size > limit:
+            raise ContentTooLargeError(
+                f"KV value is {len(raw):,} bytes, more than this MariaDB/MySQL server accepts "
+                f"in one statement (max_allowed_packet = {limit:,}). Raise the server's "
+                "max_allowed_packet to 64M (the MySQL 8 default) to store values up to the "
+                "16 MiB limit",
+                size=len(raw),
+                limit=limit,
+            )
 
     def _upsert_parameters(self, row: dict[str, Any]) -> dict[str, Any]:
         params = {f"p_{name}": value for name, value in row.items()}

@@ -28,7 +28,7 @@ from statecore.store.sql._version_table import (
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 
 #: The revision this code's schema corresponds to (the newest file in migrations/versions).
-HEAD_REVISION = "0007_turn_streams"
+HEAD_REVISION = "0008_blobs"
 
 
 def alembic_config(url: str | None = None) -> Config:

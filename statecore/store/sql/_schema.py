@@ -25,6 +25,7 @@ from statecore.store.sql._types import (
     UtcDateTime,
     ascii_id,
     big_pk,
+    long_blob,
     long_text,
     medium_blob,
     medium_text,
@@ -151,7 +152,8 @@ class KVEntryRow(Base):
     key: Mapped[str] = mapped_column(ascii_id(MAX_KEY_LENGTH))
     #: 'json' (value is UTF-8 JSON text) or 'bytes' (value is raw).
     kind: Mapped[str] = mapped_column(String(8))
-    value: Mapped[bytes] = mapped_column(medium_blob())
+    #: Up to MAX_KV_VALUE_BYTES (16 MiB): one byte more than MariaDB's MEDIUMBLOB holds.
+    value: Mapped[bytes] = mapped_column(long_blob())
     revision: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -346,6 +348,56 @@ class EventHeadRow(Base):
     last_seq: Mapped[int] = mapped_column(BigInteger)
 
 
+#: A blob's key: the SHA-256 of the stored payload's bytes, in lower-case hex.
+BLOB_DIGEST_LENGTH = 64
+#: Temporal's own caps on a namespace name and a workflow or activity id.
+TEMPORAL_NAMESPACE_LENGTH = 255
+TEMPORAL_ID_LENGTH = 1000
+
+
+class BlobRow(Base):
+    """One payload stored by reference (Temporal's external storage): written once, read by
+    its digest, deleted only by the sweep (statecore.store.sql._blobs)."""
+
+    __tablename__ = TABLE_PREFIX + "blobs"
+    __table_args__ = (_MYSQL_TABLE,)
+
+    digest: Mapped[str] = mapped_column(ascii_id(BLOB_DIGEST_LENGTH), primary_key=True)
+    #: "raw" or "zlib": how ``data`` holds the payload's bytes.
+    encoding: Mapped[str] = mapped_column(String(8))
+    #: The payload's size as Temporal serialised it, and as stored after compression.
+    size: Mapped[int] = mapped_column(BigInteger)
+    stored_size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(long_blob())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class BlobRefRow(Base):
+    """A workflow (or activity) a blob was stored for: the history that may hold its claim.
+
+    The foreign key has no ON DELETE action on purpose: a blob that gains a reference while
+    the sweep deletes it makes the sweep's DELETE fail instead of leaving a dangling claim."""
+
+    __tablename__ = TABLE_PREFIX + "blob_refs"
+    __table_args__ = (Index(None, "target_key"), _MYSQL_TABLE)
+
+    digest: Mapped[str] = mapped_column(
+        ascii_id(BLOB_DIGEST_LENGTH),
+        ForeignKey(f"{BlobRow.__tablename__}.digest"),
+        primary_key=True,
+    )
+    #: SHA-256 (hex) of the target's kind, namespace, id and run id: ids may be 1,000
+    #: characters of any script, too long and too varied for a composite key.
+    target_key: Mapped[str] = mapped_column(ascii_id(BLOB_DIGEST_LENGTH), primary_key=True)
+    #: "workflow", "activity" (a standalone activity) or "none" (stored with no target).
+    kind: Mapped[str] = mapped_column(String(16))
+    namespace: Mapped[str] = mapped_column(String(TEMPORAL_NAMESPACE_LENGTH))
+    target_id: Mapped[str] = mapped_column(String(TEMPORAL_ID_LENGTH))
+    run_id: Mapped[str] = mapped_column(String(64))
+    first_stored_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_stored_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
 metadata = Base.metadata
 # Looked up in the metadata (typed Table) rather than read from ``Row.__table__`` (typed as
 # any FromClause), so insert/update/delete accept them as they are.
@@ -363,3 +415,5 @@ graph_blobs = metadata.tables[GraphBlobRow.__tablename__]
 graph_writes = metadata.tables[GraphWriteRow.__tablename__]
 events = metadata.tables[EventRow.__tablename__]
 event_heads = metadata.tables[EventHeadRow.__tablename__]
+blobs = metadata.tables[BlobRow.__tablename__]
+blob_refs = metadata.tables[BlobRefRow.__tablename__]

@@ -1,7 +1,7 @@
 """Scoped state in SQL: one versioned JSON document per (namespace, task_id, agent_id).
 
 The document is serialised and measured before any statement runs, so a document over the
-MAX_STATE_BYTES limit (1 MiB, what a turn can read back) raises StateTooLargeError with
+MAX_STATE_BYTES limit (16 MiB, see docs/large_values.md) raises StateTooLargeError with
 nothing written.
 """
 

@@ -47,6 +47,12 @@ def medium_blob() -> TypeEngine[bytes]:
     return LargeBinary().with_variant(mysql.MEDIUMBLOB(), *_MYSQL)
 
 
+def long_blob() -> TypeEngine[bytes]:
+    """Bytes up to 4 GiB on MySQL (MEDIUMBLOB stops one byte short of 16 MiB, and an
+    externally stored payload holding a 16 MiB document is a little larger than that)."""
+    return LargeBinary().with_variant(mysql.LONGBLOB(), *_MYSQL)
+
+
 def big_pk() -> TypeEngine[int]:
     """A surrogate key: BIGINT, except INTEGER on SQLite where only that aliases the rowid."""
     return BigInteger().with_variant(Integer(), "sqlite")
