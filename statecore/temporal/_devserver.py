@@ -45,6 +45,12 @@ os.execv(sys.argv[2], sys.argv[2:])
 """
 #: How long a leftover server gets to stop on SIGTERM before it is killed.
 LEFTOVER_STOP_SECONDS = 20.0
+#: Ports tried when one chosen here is taken by another process before the server binds it.
+PORT_ATTEMPTS = 3
+
+
+class PortTakenError(StatecoreError):
+    """The dev server's port was taken by another process before the server could bind it."""
 
 
 def find_temporal_binary() -> str:
@@ -180,7 +186,31 @@ class DevServer:
     async def start(self, *, ready_within: float = 60.0) -> DevServer:
         self.spawn()
         await self.wait_ready(ready_within=ready_within)
+        if not self.owns_port():
+            # Another server took the port between ``free_port()`` and this one's bind: it
+            # answered ``wait_ready`` while this one failed to bind, and would vanish later.
+            self.stop(kill=True)
+            raise PortTakenError(f"port {self.port} was taken by another process as it started")
         return self
+
+    def owns_port(self) -> bool:
+        """Whether the socket listening on this server's port is this server's own (Linux:
+        /proc; elsewhere, and when /proc cannot tell, assumed so)."""
+        if self.process is None or not sys.platform.startswith("linux"):
+            return True
+        inodes = _listening_inodes(self.port)
+        if not inodes:
+            return True
+        try:
+            fds = os.listdir(f"/proc/{self.process.pid}/fd")
+        except OSError:
+            return True
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{self.process.pid}/fd/{fd}")
+                if target.startswith("socket:[") and target[8:-1] in inodes:
+                    return True
+        return False
 
     async def wait_ready(self, *, ready_within: float = 60.0) -> None:
         from temporalio.client import Client  # the server is up when a client can list
@@ -281,6 +311,26 @@ def stop_process_group(pid: int, *, within: float) -> None:
         time.sleep(0.1)
 
 
+def _listening_inodes(port: int) -> set[str]:
+    """The inodes of the sockets listening on ``port`` (Linux: /proc/net/tcp and tcp6)."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # local address "IP:PORT" (hex), state 0A = LISTEN, inode is the tenth field
+            if (
+                len(fields) > 9
+                and fields[3] == "0A"
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+            ):
+                found.add(fields[9])
+    return found
+
+
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs; a zombie not yet reaped counts as gone (Linux: /proc)."""
     try:
@@ -305,12 +355,21 @@ async def start_dev_server(
     args = list(extra_args)
     for key, value in (dynamic_config or {}).items():
         args += ["--dynamic-config-value", f"{key}={value}"]
-    server = DevServer(
-        port=port or free_port(),
-        ui_port=ui_port,
-        db_filename=db_filename,
-        log_path=log_path,
-        extra_args=args,
-        pid_file=pid_file,
-    )
-    return await server.start(ready_within=ready_within)
+    # A port chosen here may be taken by another process before the server binds it: then
+    # another is chosen (a port the caller named is its own to keep free).
+    for attempt in range(PORT_ATTEMPTS):
+        server = DevServer(
+            port=port or free_port(),
+            ui_port=ui_port,
+            db_filename=db_filename,
+            log_path=log_path,
+            extra_args=args,
+            pid_file=pid_file,
+        )
+        try:
+            return await server.start(ready_within=ready_within)
+        except PortTakenError:
+            if port is not None or attempt == PORT_ATTEMPTS - 1:
+                raise
+            log.warning("dev server port %d was taken as it started; trying another", server.port)
+    raise AssertionError("unreachable")
