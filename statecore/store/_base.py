@@ -33,10 +33,9 @@ executable form and runs against every backend.
 from __future__ import annotations
 
 import abc
-import asyncio
 import builtins
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +62,7 @@ from statecore.store import _change_ledger as change_ledger
 from statecore.store import _change_rules as changes
 from statecore.store._change_ledger import ChangeLedger, RecordsChanges
 from statecore.store._inputs import check_flag, check_int
+from statecore.store._signals import WakeSignal, polling
 from statecore.store._turn_streams import TurnStreamStore
 
 Clock = Callable[[], datetime]
@@ -572,10 +572,10 @@ class StateStore(abc.ABC):
 
     def new_events_signal(
         self, namespace: str, *, poll_interval: float
-    ) -> AbstractAsyncContextManager[EventSignal]:
+    ) -> AbstractAsyncContextManager[WakeSignal]:
         """What a feed reader waits on between reads: by default a timer of
         ``poll_interval`` seconds; a backend that can push (PostgreSQL) wakes it instead."""
-        return _polling(poll_interval)
+        return polling(poll_interval)
 
     @property
     def turn_streams(self) -> TurnStreamStore:
@@ -589,36 +589,6 @@ class StateStore(abc.ABC):
         transient conflict: the transaction was rolled back whole and running it again may
         succeed (see ``run_transaction``). The memory backend never has one."""
         return False
-
-
-class EventSignal(abc.ABC):
-    """Wakes a feed reader when new events may have committed."""
-
-    @abc.abstractmethod
-    def arm(self) -> None:
-        """Forget earlier wake-ups: call just before reading, so a commit that lands after
-        the read still wakes the next ``wait``."""
-
-    @abc.abstractmethod
-    async def wait(self, seconds: float) -> bool:
-        """Wait at most ``seconds``; True when woken by a commit."""
-
-
-class _PollingSignal(EventSignal):
-    def __init__(self, interval: float) -> None:
-        self._interval = interval
-
-    def arm(self) -> None:
-        pass
-
-    async def wait(self, seconds: float) -> bool:
-        await asyncio.sleep(min(self._interval, seconds))
-        return False
-
-
-@asynccontextmanager
-async def _polling(interval: float) -> AsyncIterator[EventSignal]:
-    yield _PollingSignal(interval)
 
 
 async def _aiter_pages(store: StateStore, namespace: str) -> AsyncIterator[SessionRef]:

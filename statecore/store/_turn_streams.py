@@ -15,9 +15,8 @@ superseded attempt that is still running cannot overwrite its retry's output.
 from __future__ import annotations
 
 import abc
-import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from statecore.core._errors import InvalidInputError
@@ -25,6 +24,7 @@ from statecore.core._identifiers import validate_turn_id
 from statecore.core._limits import MAX_STREAM_TEXT_CHARS, MAX_STREAM_TOOL_CALLS
 from statecore.core._models import SessionRef, ToolCall
 from statecore.store._inputs import check_int, check_ref
+from statecore.store._signals import WakeSignal, polling
 
 
 @dataclass(frozen=True)
@@ -87,38 +87,8 @@ class TurnStreamStore(abc.ABC):
 
     def changes(
         self, ref: SessionRef, turn_id: str, *, poll_interval: float
-    ) -> AbstractAsyncContextManager[StreamSignal]:
+    ) -> AbstractAsyncContextManager[WakeSignal]:
         """What a reader waits on between reads: a timer of ``poll_interval`` seconds by
         default; a backend that can push (PostgreSQL, memory) wakes it when the row or the
         turn's commit changes."""
-        return _timer(poll_interval)
-
-
-class StreamSignal(abc.ABC):
-    """Wakes a stream reader when the row or the turn's commit may have changed."""
-
-    @abc.abstractmethod
-    def arm(self) -> None:
-        """Forget earlier wake-ups: call just before reading, so a change that lands after
-        the read still wakes the next ``wait``."""
-
-    @abc.abstractmethod
-    async def wait(self, seconds: float) -> bool:
-        """Wait at most ``seconds``; True when woken by a change."""
-
-
-class _Timer(StreamSignal):
-    def __init__(self, interval: float) -> None:
-        self._interval = interval
-
-    def arm(self) -> None:
-        pass
-
-    async def wait(self, seconds: float) -> bool:
-        await asyncio.sleep(min(self._interval, seconds))
-        return False
-
-
-@asynccontextmanager
-async def _timer(interval: float) -> AsyncIterator[StreamSignal]:
-    yield _Timer(interval)
+        return polling(poll_interval)

@@ -15,8 +15,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from statecore.core._identifiers import validate_turn_id
 from statecore.core._models import SessionRef, ToolCall
 from statecore.store._inputs import check_ref
+from statecore.store._signals import WakeSignal
 from statecore.store._turn_streams import (
-    StreamSignal,
     TurnStreamSnapshot,
     TurnStreamStore,
     check_stream_write,
@@ -25,7 +25,7 @@ from statecore.store._turn_streams import (
 _Key = tuple[str, str, str, str]
 
 
-class _Woken(StreamSignal):
+class _Woken(WakeSignal):
     """Woken by a write or removal of the row; a commit (which does not touch the row when
     nothing was streamed) is seen at the next read, at most ``interval`` later."""
 
@@ -99,11 +99,11 @@ class MemoryTurnStreams(TurnStreamStore):
 
     def changes(
         self, ref: SessionRef, turn_id: str, *, poll_interval: float
-    ) -> AbstractAsyncContextManager[StreamSignal]:
+    ) -> AbstractAsyncContextManager[WakeSignal]:
         return self._listen(self._key(ref, turn_id), poll_interval)
 
     @asynccontextmanager
-    async def _listen(self, key: _Key, poll_interval: float) -> AsyncIterator[StreamSignal]:
+    async def _listen(self, key: _Key, poll_interval: float) -> AsyncIterator[WakeSignal]:
         signal = _Woken(poll_interval)
         self._readers.setdefault(key, set()).add(signal)
         try:

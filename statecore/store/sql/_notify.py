@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from statecore.store._base import EventSignal
+from statecore.store._signals import WakeSignal
 from statecore.store.sql._events import NOTIFY_CHANNEL
 
 
-class _Notified(EventSignal):
+class _Notified(WakeSignal):
     def __init__(self) -> None:
         self.woken = asyncio.Event()
 
@@ -34,7 +34,7 @@ class _Notified(EventSignal):
 
 
 @asynccontextmanager
-async def listen_for_events(engine: AsyncEngine, namespace: str) -> AsyncIterator[EventSignal]:
+async def listen_for_events(engine: AsyncEngine, namespace: str) -> AsyncIterator[WakeSignal]:
     signal = _Notified()
 
     def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:

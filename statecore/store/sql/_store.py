@@ -20,7 +20,7 @@ from statecore.core._identifiers import validate_turn_id
 from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._models import SessionInfo, SessionRef, TokenUsage
 from statecore.core._tokens import TokenCounter
-from statecore.store._base import Clock, EventSignal, StateStore, StoreTransaction
+from statecore.store._base import Clock, StateStore, StoreTransaction
 from statecore.store._inputs import (
     check_aware,
     check_flag,
@@ -28,6 +28,7 @@ from statecore.store._inputs import (
     check_ref,
     check_ttl_seconds,
 )
+from statecore.store._signals import WakeSignal
 from statecore.store.sql import _turn_commit as turn_commit
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation import SqlConversationStore
@@ -283,7 +284,7 @@ class SqlStateStore(StateStore):
 
     def new_events_signal(
         self, namespace: str, *, poll_interval: float
-    ) -> AbstractAsyncContextManager[EventSignal]:
+    ) -> AbstractAsyncContextManager[WakeSignal]:
         """On PostgreSQL a follower is woken by the commit's NOTIFY (no polling); other
         databases are read again every ``poll_interval`` seconds."""
         if self.dialect == "postgresql":

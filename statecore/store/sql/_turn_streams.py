@@ -30,8 +30,8 @@ from statecore.core._identifiers import validate_turn_id
 from statecore.core._limits import STREAM_PUSH_FALLBACK_SECONDS
 from statecore.core._models import SessionRef, ToolCall
 from statecore.store._inputs import check_ref
+from statecore.store._signals import WakeSignal
 from statecore.store._turn_streams import (
-    StreamSignal,
     TurnStreamSnapshot,
     TurnStreamStore,
     check_stream_write,
@@ -170,7 +170,7 @@ class SqlTurnStreams(TurnStreamStore):
 
     def changes(
         self, ref: SessionRef, turn_id: str, *, poll_interval: float
-    ) -> AbstractAsyncContextManager[StreamSignal]:
+    ) -> AbstractAsyncContextManager[WakeSignal]:
         if self._dialect == "postgresql":
             check_ref(ref)
             validate_turn_id(turn_id)
@@ -178,7 +178,7 @@ class SqlTurnStreams(TurnStreamStore):
         return super().changes(ref, turn_id, poll_interval=poll_interval)
 
 
-class _Notified(StreamSignal):
+class _Notified(WakeSignal):
     def __init__(self) -> None:
         self.woken = asyncio.Event()
 
@@ -194,9 +194,7 @@ class _Notified(StreamSignal):
 
 
 @asynccontextmanager
-async def _listen(
-    engine: AsyncEngine, ref: SessionRef, turn_id: str
-) -> AsyncIterator[StreamSignal]:
+async def _listen(engine: AsyncEngine, ref: SessionRef, turn_id: str) -> AsyncIterator[WakeSignal]:
     signal = _Notified()
     mine = notify_payload(ref, turn_id)
 
