@@ -22,6 +22,9 @@ from bench.harness.langgraph_weather import GRAPH_NAME, build_weather_graph
 from bench.harness.official_langgraph_workflow import WORKFLOW_TYPE, OfficialGraphChat
 from bench.harness.side_by_side_measure import drive, history_report, side_report
 
+#: How long a closed workflow may take to complete before the report reads its status.
+CLOSE_WITHIN_SECONDS = 120.0
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -64,6 +67,8 @@ async def run(args: argparse.Namespace) -> dict:
         )
         if stopped_by is None:
             await handle.signal("close")
+            # Closed once the workflow has run that signal: the report reads its status.
+            await asyncio.wait_for(handle.result(), CLOSE_WITHIN_SECONDS)
         checkpoints = [int(x) for x in args.checkpoints.split(",")]
         history = await history_report(client, workflow_id, len(latencies), checkpoints)
     return side_report(

@@ -322,7 +322,10 @@ class WaitingLine:
             if live and self.seconds_left is not None
             else ""
         )
-        return f"waiting for the answer: {self.reason}{left} (Ctrl-C gives up)"
+        # In a pipe a line is written when the reason changes: a countdown to the model
+        # call's next attempt would change it at every redraw.
+        reason = self.reason if live else self.reason.split("; next attempt in ")[0]
+        return f"waiting for the answer: {reason}{left} (Ctrl-C gives up)"
 
     def _show(self) -> None:
         if self.console.is_terminal:
