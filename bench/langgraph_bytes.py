@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.langgraph_bytes           # 1,000 turns -> bench/results/
     .venv/bin/python -m bench.langgraph_bytes --quick   # smoke run, 30 turns
 
-The same one-node chat graph (bench/harness/langgraph_chat.py) runs for N turns on one thread with
+The same one-node chat graph (tests/integrations/langgraph_chat.py) runs for N turns on one thread with
 each saver: StatecoreSaver on a SQLite file and on PostgreSQL, LangGraph's AsyncSqliteSaver
 (langgraph-checkpoint-sqlite) and AsyncPostgresSaver (langgraph-checkpoint-postgres), once
 with the default ``add_messages`` reducer and once with ``DeltaChannel``. After each sampled
@@ -30,7 +30,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bench.harness.environment import machine_info
-from bench.harness.langgraph_chat import (
+from statecore.integrations.langgraph import StatecoreSaver
+from statecore.store._migrate import upgrade_database
+from tests.dbs import fresh_database, server_down_reason
+from tests.integrations.langgraph_chat import (
     REDUCERS,
     REPLY_CHARS,
     USER_CHARS,
@@ -38,9 +41,6 @@ from bench.harness.langgraph_chat import (
     stored_bytes,
     user_message,
 )
-from statecore.integrations.langgraph import StatecoreSaver
-from statecore.store._migrate import upgrade_database
-from tests.dbs import fresh_database, server_down_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The turns whose latency the report quotes.

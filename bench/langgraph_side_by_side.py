@@ -44,7 +44,6 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.harness.environment import machine_info, server_facts
-from bench.harness.langgraph_chat import append_messages
 from bench.harness.langgraph_weather import GRAPH_NAME, WeatherChat, build_weather_graph
 from bench.harness.official_venv import LANGGRAPH
 from bench.harness.side_by_side_measure import (
@@ -61,6 +60,7 @@ from statecore.integrations.langgraph._turns import LangGraphAgent
 from statecore.temporal._client import AgentSessionClient
 from statecore.temporal._devserver import start_dev_server
 from statecore.temporal._plugin import StatecorePlugin
+from tests.integrations.langgraph_chat import append_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 STATECORE_LABEL = (

@@ -1,8 +1,8 @@
 """The chat graph the LangGraph tests run, and how bytes written are counted.
 
-The benchmark (``python -m bench.langgraph_bytes``) runs the same graph from its own copy,
-``bench/harness/langgraph_chat.py``: tests never import bench. Keep the two alike, so that the
-tests' byte counts and the benchmark's describe the same conversation.
+The benchmarks (``python -m bench.langgraph_bytes``, ``bench.langgraph_side_by_side``) import
+it from here (bench may use the tests' harness; tests never import bench), so the tests' byte
+counts and the benchmark's describe the same conversation.
 
 One node answers each user message with a deterministic reply (the model is outside what is
 measured). Its messages use either LangGraph's default reducer (``add_messages``: the whole
