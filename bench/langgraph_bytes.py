@@ -3,14 +3,14 @@
     .venv/bin/python -m bench.langgraph_bytes           # 1,000 turns -> bench/results/
     .venv/bin/python -m bench.langgraph_bytes --quick   # smoke run, 30 turns
 
-The same one-node chat graph (tests/integrations/langgraph_chat.py) runs for N turns on one thread with
-each saver: StatecoreSaver on a SQLite file and on PostgreSQL, LangGraph's AsyncSqliteSaver
-(langgraph-checkpoint-sqlite) and AsyncPostgresSaver (langgraph-checkpoint-postgres), once
-with the default ``add_messages`` reducer and once with ``DeltaChannel``. After each sampled
-turn it reads how many payload bytes the saver's tables hold (so the difference is what that
-turn wrote) and times one ``aget_tuple`` of the thread; every ``aput`` and ``aput_writes``
-the graph makes during the turn is timed. A saver whose server is down is skipped with the
-reason. Needs the ``langgraph-bench`` extra.
+The same one-node chat graph (tests/integrations/langgraph_chat.py) runs for N turns on one
+thread with each saver: StatecoreSaver on a SQLite file and on PostgreSQL, LangGraph's
+AsyncSqliteSaver (langgraph-checkpoint-sqlite) and AsyncPostgresSaver
+(langgraph-checkpoint-postgres), once with the default ``add_messages`` reducer and once
+with ``DeltaChannel``. After each sampled turn it reads how many payload bytes the saver's
+tables hold (so the difference is what that turn wrote) and times one ``aget_tuple`` of the
+thread; every ``aput`` and ``aput_writes`` the graph makes during the turn is timed. A saver
+whose server is down is skipped with the reason. Needs the ``langgraph-bench`` extra.
 """
 
 from __future__ import annotations
