@@ -10,7 +10,9 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import activity
+from temporalio.common import RawValue
 
+from statecore.activities._carried import decode_carried
 from statecore.activities._failures import typed_errors
 from statecore.activities._resources import WorkerResources, json_size
 from statecore.activities._stream_writer import StreamWriter
@@ -92,9 +94,10 @@ class TurnActivities:
 
     @activity.defn(name=ACT_GENERATE)
     @typed_errors
-    async def generate(self, input: GenerateInput) -> GenerateResult:
+    async def generate(self, payload: RawValue) -> GenerateResult:
         """Assemble the context from SQL plus the turn's pending messages, call the model,
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
+        input = decode_carried(GenerateInput, payload)
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
         # A committing call carries its messages once, in the commit (earlier workflow code
@@ -207,8 +210,8 @@ class TurnActivities:
 
     @activity.defn(name=ACT_COMMIT_TURN)
     @typed_errors
-    async def commit_turn(self, input: CommitTurnInput) -> CommitTurnResult:
-        return await _commit(self._r, input, time.monotonic())
+    async def commit_turn(self, payload: RawValue) -> CommitTurnResult:
+        return await _commit(self._r, decode_carried(CommitTurnInput, payload), time.monotonic())
 
     @activity.defn(name=ACT_READ_KV)
     @typed_errors

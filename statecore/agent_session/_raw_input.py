@@ -49,6 +49,17 @@ def decode_payload(operation: str, payload: RawValue | TooManyInputs | Any) -> A
         ) from err
 
 
+def received_size(payload: RawValue | Any) -> int:
+    """Bytes of a raw handler argument's JSON as it arrived (any codec already undone), so
+    a size limit is checked without encoding the request again; a value handed over by
+    workflow code is measured as it would be sent."""
+    if payload is None or isinstance(payload, TooManyInputs):
+        return 0
+    if isinstance(payload, RawValue):
+        return len(payload.payload.data)
+    return len(workflow.payload_converter().to_payloads([payload])[0].data)
+
+
 def parse_request(operation: str, model: type[M], payload: Any) -> M:
     """Decode and validate a handler's input. No input means ``{}`` (every field of every
     request model is optional or required by the model itself)."""

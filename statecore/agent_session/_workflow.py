@@ -21,7 +21,12 @@ from temporalio.common import RawValue, SearchAttributeKey, SearchAttributeUpdat
 from temporalio.exceptions import ApplicationError
 
 from statecore.agent_session._identity import session_input
-from statecore.agent_session._raw_input import NO_INPUT, decode_payload, parse_request
+from statecore.agent_session._raw_input import (
+    NO_INPUT,
+    decode_payload,
+    parse_request,
+    received_size,
+)
 from statecore.contract._activities import (
     ACT_ADD_HINT,
     ACT_CLOSE_SESSION,
@@ -63,6 +68,7 @@ from statecore.contract._session import (
     SessionReport,
     TurnCheckpoint,
     TurnResult,
+    check_turn_request_size,
     unknown_operation_message,
 )
 from statecore.core._errors import (
@@ -354,7 +360,7 @@ class AgentSession:
             self._answering = (input.turn_id, workflow.now())
             self._show()
             try:
-                async with self._session.turn(input.turn_id) as turn:
+                async with self._session.turn_for(input) as turn:
                     turn.append(input.to_message())
                     out = await turn.respond(stream=input.stream)
             except ApplicationError as err:
@@ -439,6 +445,10 @@ class AgentSession:
                 "SessionDraining", "session is moving to a new run; retry", retryable=True
             )
         message: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
+        try:
+            check_turn_request_size(message, received_size(payload))
+        except StatecoreError as err:
+            raise refusal(err.code, err.message) from None
         self._check_fits_budget(message)
         # The handler that runs next, in the same task, takes this parse (``_accepted_send``).
         update = workflow.current_update_info()

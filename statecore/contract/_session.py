@@ -250,17 +250,9 @@ class SendMessageInput(OperatorInput):
         # Everything the store would refuse is refused here, before the turn starts: the
         # fields above hold a user or system message to Message's own rules (its text by
         # the same validate_text, its name and metadata), so ``to_message`` need not check
-        # them again (tests/test_input_properties.py holds the two together).
+        # them again (tests/test_input_properties.py holds the two together). The request's
+        # size is checked on its encoded form where that is at hand (check_turn_request_size).
         reject_nul(self.metadata, "message metadata")
-        size = len(self.model_dump_json().encode("utf-8"))
-        if size > MAX_TURN_REQUEST_BYTES:
-            raise ContentTooLargeError(
-                f"the turn request is {size} bytes as JSON; the limit is "
-                f"{MAX_TURN_REQUEST_BYTES}. Keep metadata small and store large documents in "
-                "KV or scoped state",
-                size=size,
-                limit=MAX_TURN_REQUEST_BYTES,
-            )
         return self
 
     def to_message(self) -> Message:
@@ -275,6 +267,30 @@ class SendMessageInput(OperatorInput):
                 "tool_call_id": None,
                 "metadata": self.metadata,
             },
+        )
+
+
+#: Bytes the fields a sender may leave out (role, name, metadata) add when statecore encodes
+#: a request: a received request this far below the limit is below it encoded too.
+_OMITTED_FIELDS_BYTES = 1024
+
+
+def check_turn_request_size(request: SendMessageInput, received: int) -> None:
+    """ContentTooLargeError for a ``send_message`` request over MAX_TURN_REQUEST_BYTES as
+    statecore encodes it (the activity inputs that carry it again). ``received`` is the size
+    of the payload it came in (the client's own, before sending; the update validator's, as
+    received): only a request that comes near the limit is encoded again to be measured, so
+    a sender's escapes (``\u00e9``) and spacing do not count against it."""
+    size = received
+    if size > MAX_TURN_REQUEST_BYTES - _OMITTED_FIELDS_BYTES:
+        size = len(request.model_dump_json().encode("utf-8"))
+    if size > MAX_TURN_REQUEST_BYTES:
+        raise ContentTooLargeError(
+            f"the turn request is {size} bytes as JSON; the limit is "
+            f"{MAX_TURN_REQUEST_BYTES}. Keep metadata small and store large documents in "
+            "KV or scoped state",
+            size=size,
+            limit=MAX_TURN_REQUEST_BYTES,
         )
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -40,6 +41,11 @@ from statecore.core._limits import MAX_KEY_LENGTH as MAX_KEY_LENGTH
 # --- limits ------------------------------------------------------------------------------------
 
 DEFAULT_NAMESPACE = "default"
+
+#: Validation context for what statecore's workflow built from checked parts and hands to
+#: its own activities (``model_validate_json(data, context=CARRIED)``): message text is not
+#: scanned again on the way; the store checks what it writes.
+CARRIED: dict[str, bool] = {"carried": True}
 
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -211,7 +217,9 @@ class Message(StatecoreModel):
 
     @field_validator("content")
     @classmethod
-    def _content(cls, v: str) -> str:
+    def _content(cls, v: str, info: ValidationInfo) -> str:
+        if info.context is CARRIED:
+            return v
         return validate_text(v)
 
     @model_validator(mode="after")

@@ -61,7 +61,7 @@ from statecore.core._models import Message as NewMessage
 from statecore.store import _change_ledger as change_ledger
 from statecore.store import _change_rules as changes
 from statecore.store._change_ledger import ChangeLedger, RecordsChanges
-from statecore.store._inputs import check_flag, check_int
+from statecore.store._inputs import check_flag, check_int, check_ref, checked_append
 from statecore.store._signals import WakeSignal, polling
 from statecore.store._turn_streams import TurnStreamStore
 
@@ -121,7 +121,10 @@ class SessionStore(RecordsChanges, abc.ABC, changes=changes.SESSIONS):
 class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
     """The message log of a session, plus system prompt, hints, summary and window start."""
 
-    @abc.abstractmethod
+    #: The turn id ``StoreTransaction.begin_turn`` checked in this transaction: that turn's
+    #: append does not check it again.
+    _opened_turn_id: str | None = None
+
     async def append(
         self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
     ) -> list[StoredMessage]:
@@ -131,6 +134,15 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
         and the stored message is returned in its place. Tokens are counted here, once, with
         the store's TokenCounter. Sequence numbers increase by one per stored message.
         """
+        id_checked = type(turn_id) is str and turn_id == self._opened_turn_id
+        checked = checked_append(ref, turn_id, messages, start_index, id_checked=id_checked)
+        return await self._append(ref, turn_id, checked, start_index)
+
+    @abc.abstractmethod
+    async def _append(
+        self, ref: SessionRef, turn_id: str, messages: list[NewMessage], start_index: int
+    ) -> list[StoredMessage]:
+        """``append`` once its arguments are checked: the backend's own work."""
 
     @abc.abstractmethod
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
@@ -524,8 +536,15 @@ class StoreTransaction(RecordsChanges, abc.ABC, changes=changes.TRANSACTION):
         ``statecore.store.sql._turn_commit``); when that cannot be done it raises
         ``RestartTransaction`` having written nothing, and ``run_transaction`` runs the
         work again."""
+        check_ref(ref)
         validate_turn_id(turn_id)
         check_flag(messages_only, "messages_only")
+        self.conversation._opened_turn_id = turn_id
+        return await self._begin_turn(ref, turn_id, messages_only)
+
+    async def _begin_turn(self, ref: SessionRef, turn_id: str, messages_only: bool) -> SessionInfo:
+        """``begin_turn`` once its arguments are checked: a backend with a shortcut overrides
+        it."""
         return await self.sessions.ensure(ref)
 
     async def finish_turn(

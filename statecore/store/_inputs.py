@@ -358,11 +358,15 @@ def check_state_version(
     return current
 
 
-def checked_append(ref: Any, turn_id: Any, messages: Any, start_index: Any) -> list[Message]:
+def checked_append(
+    ref: Any, turn_id: Any, messages: Any, start_index: Any, *, id_checked: bool = False
+) -> list[Message]:
     """Arguments of ``conversation.append``: its messages, checked. A turn holds at most
-    MAX_TURN_MESSAGES messages, counted from ``start_index``."""
+    MAX_TURN_MESSAGES messages, counted from ``start_index``. ``id_checked``: the turn id
+    was checked already in this transaction (by ``begin_turn``)."""
     check_ref(ref)
-    validate_turn_id(turn_id)
+    if not id_checked:
+        validate_turn_id(turn_id)
     check_int(start_index, "start_index", maximum=MAX_TURN_MESSAGES - 1)
     checked = check_messages(messages)
     if start_index + len(checked) > MAX_TURN_MESSAGES:

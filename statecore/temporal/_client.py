@@ -28,7 +28,8 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import RawValue, WorkflowIDConflictPolicy
+from temporalio.converter import PayloadConverter, WorkflowSerializationContext
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -46,6 +47,7 @@ from statecore.contract._session import (
     SessionInput,
     SessionReport,
     TurnResult,
+    check_turn_request_size,
     session_details,
     session_summary,
     workflow_id_for,
@@ -179,6 +181,14 @@ class AgentSessionClient:
 
         check_message_fits(message.to_message(), budget)
 
+    def _converter(self, workflow_id: str) -> PayloadConverter:
+        """The payload converter this client encodes a session's inputs with, given the
+        context the SDK would give it."""
+        context = WorkflowSerializationContext(
+            namespace=self.client.namespace, workflow_id=workflow_id
+        )
+        return self.client.data_converter.with_context(context).payload_converter
+
     async def check_payloads(self, what: str, *values: Any) -> None:
         """Raise PayloadTooLargeError if ``values``, encoded as this client sends them (data
         converter and codec), hold a payload over the limit or do not fit one gRPC message.
@@ -268,7 +278,15 @@ class AgentSessionClient:
             SendMessageInput, turn_id=turn_id, content=content, role=role, stream=stream
         )
         session = self.session_input(agent_id, session_id, **session_options)
-        await self.check_payloads("send_message", session, message)
+        # Encoded once: the request's size is checked on the payloads that are then sent (a
+        # RawValue passes through the converter as it is; the codec, if any, still applies).
+        workflow_id = self.workflow_id(agent_id, session_id)
+        session_payload, message_payload = self._converter(workflow_id).to_payloads(
+            [session, message]
+        )
+        check_turn_request_size(message, len(message_payload.data))
+        start_arg, update_arg = RawValue(session_payload), RawValue(message_payload)
+        await self.check_payloads("send_message", start_arg, update_arg)
         self.check_fits_budget(message, session.profile)
         # What the Web UI shows for the session, should this send start its workflow.
         summary = session_summary(agent_id, session_id)
@@ -280,8 +298,8 @@ class AgentSessionClient:
             # A with-start operation is single-use: build a new one per attempt.
             start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
                 WORKFLOW_TYPE,
-                session,
-                id=self.workflow_id(agent_id, session_id),
+                start_arg,
+                id=workflow_id,
                 task_queue=self.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary=summary,
@@ -291,7 +309,7 @@ class AgentSessionClient:
                 # Named by string (the workflow class is not imported here), so typed by hand.
                 result: TurnResult = await self.client.execute_update_with_start_workflow(
                     "send_message",
-                    message,
+                    update_arg,
                     start_workflow_operation=start,
                     id=turn_id,
                     result_type=TurnResult,

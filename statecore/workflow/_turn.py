@@ -48,7 +48,7 @@ from statecore.contract._activities import (
     GenerateResult,
     OrchestrationOp,
 )
-from statecore.contract._session import CompactInput, ResetInput
+from statecore.contract._session import CompactInput, ResetInput, SendMessageInput
 from statecore.core._limits import DEFAULT_MODEL_ATTEMPTS, MAX_ACTIVITY_INPUT_BYTES
 from statecore.core._models import (
     Message,
@@ -104,6 +104,11 @@ class TurnSession:
 
     def turn(self, turn_id: str) -> Turn:
         return Turn(self, turn_id)
+
+    def turn_for(self, request: SendMessageInput) -> Turn:
+        """The turn a parsed ``send_message`` request asks for: its id was checked when the
+        request was parsed, so it is not checked again."""
+        return Turn(self, request.turn_id, id_checked=True)
 
     async def reset(
         self, request: ResetInput | None = None, *, stores: Sequence[str] = (), all: bool = False
@@ -170,8 +175,9 @@ class TurnSession:
 class Turn:
     """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
 
-    def __init__(self, session: TurnSession, turn_id: str) -> None:
-        checked(lambda: validate_turn_id(turn_id))
+    def __init__(self, session: TurnSession, turn_id: str, *, id_checked: bool = False) -> None:
+        if not id_checked:
+            checked(lambda: validate_turn_id(turn_id))
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []

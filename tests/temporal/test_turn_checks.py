@@ -19,14 +19,15 @@ pytestmark = pytest.mark.temporal
 
 #: What one turn sent through AgentSessionClient.send costs, at most, measured by
 #: tests/turn_checks.py (before the path was shortened: text 10, turn id 7, JSON 7):
-#: - text: the client's request, the update validator's parse (the handler reuses it), the
-#:   model activity's decode of its input, the store's check of what it writes;
-#: - turn id: the client's request, the validator, the turn API (``session.turn(id)``, a
-#:   public entry for any workflow), the store's ``begin_turn`` and its ``append``;
-#: - JSON: the request's size check in the client and in the validator, then three payloads
-#:   (the update, the model call's input, encoded once for its size check and its sending,
-#:   and the commit's input).
-BUDGET = {"text validated": 4, "turn_id checked": 5, "JSON encodings": 5}
+#: - text and turn id: the client's request (a bad send never opens a session), the update
+#:   validator's parse (any sender may call the update; the handler reuses the parse), the
+#:   store's check of what it writes (``begin_turn`` for the id, which the turn's append
+#:   then trusts). The workflow hands its activities what it built from checked parts, and
+#:   they decode it without scanning the text again (statecore/activities/_carried.py);
+#: - JSON: two payloads carry the line, the update (encoded once in the client, its size
+#:   checked on the bytes that are sent; the validator measures the payload it received)
+#:   and the model call's input.
+BUDGET = {"text validated": 3, "turn_id checked": 3, "JSON encodings": 2}
 
 
 async def test_a_chat_turn_checks_its_data_at_the_edges_only(dev_server: DevServer) -> None:

@@ -25,7 +25,6 @@ from statecore.store._inputs import (
     check_page_limit,
     check_ref,
     check_token_budget,
-    checked_append,
     checked_log,
     checked_restore_extras,
 )
@@ -42,10 +41,9 @@ class MemoryConversationStore(ConversationStore):
     def __init__(self, ctx: TxContext) -> None:
         self._ctx = ctx
 
-    async def append(
-        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    async def _append(
+        self, ref: SessionRef, turn_id: str, checked: list[NewMessage], start_index: int
     ) -> list[StoredMessage]:
-        checked = checked_append(ref, turn_id, messages, start_index)
         part = self._ctx.session_for_write(ref)
         info = part.info
         stored: list[StoredMessage] = []
@@ -102,9 +100,7 @@ class MemoryConversationStore(ConversationStore):
         log = part.messages
         start = 0 if from_seq is None else bisect.bisect_left(log, from_seq, key=lambda m: m.seq)
         stop = len(log) if to_seq is None else bisect.bisect_right(log, to_seq, key=lambda m: m.seq)
-        picked = [
-            m for m in log[start:stop] if include_retracted or m.seq not in part.retracted
-        ]
+        picked = [m for m in log[start:stop] if include_retracted or m.seq not in part.retracted]
         if limit is not None:
             picked = picked[:limit]
         return [_out(m) for m in picked]

@@ -22,7 +22,6 @@ from statecore.store._inputs import (
     check_page_limit,
     check_ref,
     check_token_budget,
-    checked_append,
     checked_log,
     checked_restore_extras,
 )
@@ -43,10 +42,9 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
 
-    async def append(
-        self, ref: SessionRef, turn_id: str, messages: Sequence[NewMessage], *, start_index: int = 0
+    async def _append(
+        self, ref: SessionRef, turn_id: str, checked: list[NewMessage], start_index: int
     ) -> list[StoredMessage]:
-        checked = checked_append(ref, turn_id, messages, start_index)
         ctx = self._ctx
         # The session row lock serialises appends, so seq and the running totals are read
         # and advanced here without scanning the log.

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from statecore.core._change_events import NewEvent
 from statecore.core._errors import ConflictError, StatecoreError
-from statecore.core._identifiers import validate_turn_id
 from statecore.core._limits import DEFAULT_SESSION_TTL_SECONDS
 from statecore.core._models import SessionInfo, SessionRef, TokenUsage
 from statecore.core._tokens import TokenCounter
@@ -25,7 +24,6 @@ from statecore.store._inputs import (
     check_aware,
     check_flag,
     check_int,
-    check_ref,
     check_ttl_seconds,
 )
 from statecore.store._signals import WakeSignal
@@ -86,12 +84,7 @@ class SqlTransaction(StoreTransaction):
     def now(self) -> datetime:
         return self._ctx.now
 
-    async def begin_turn(
-        self, ref: SessionRef, turn_id: str, *, messages_only: bool = False
-    ) -> SessionInfo:
-        check_ref(ref)
-        validate_turn_id(turn_id)
-        check_flag(messages_only, "messages_only")
+    async def _begin_turn(self, ref: SessionRef, turn_id: str, messages_only: bool) -> SessionInfo:
         # PostgreSQL, a chat turn of a session whose previous turn this process committed:
         # nothing is sent until the turn's one statement (_turn_commit). Otherwise
         # the header's locked read, with whether the turn has messages beside it. Either
