@@ -132,7 +132,7 @@ async def main():
     wal = await server_number(store, "wal") - wal
     header_bytes = await server_number(store, "headers")
     # Statements are counted after the timed turns: a statement listener sends every
-    # statement through SQLAlchemy's execution (statecore/store/sql/_direct.py).
+    # statement through SQLAlchemy's execution (statecore/store/sql/_prebuilt_statements.py).
     event.listen(store.engine.sync_engine, "before_cursor_execute", count)
     counted = 20
     for n in range(warmup + turns + 1, warmup + turns + counted + 1):

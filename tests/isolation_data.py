@@ -13,7 +13,7 @@ from typing import Any
 
 from statecore.core._models import KVScope, Message, SessionRef
 from statecore.store import StateStore, StoreTransaction
-from statecore.store._slots import TaskSlots, ToolSlots
+from statecore.store._tool_and_task_buckets import TaskSlots, ToolSlots
 from tests.sql_rows import Owner
 
 SESSIONS = [("planner", "s1"), ("planner", "s2"), ("coder", "s1")]

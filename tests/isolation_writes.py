@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from statecore.core._models import KVScope, Message, OrchestrationUpdate
-from statecore.store._slots import TaskSlots, ToolSlots
+from statecore.store._tool_and_task_buckets import TaskSlots, ToolSlots
 from tests.isolation_data import TTL_SECONDS, Tenants, owner
 from tests.sql_rows import Owner
 

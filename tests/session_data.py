@@ -9,7 +9,7 @@ from statecore.core._models import Message, SessionRef
 from statecore.operations._bundles import export_session
 from statecore.operations._turn_commit import TURN_META_BUCKET
 from statecore.store._base import StateStore
-from statecore.store._slots import TaskSlots, ToolSlots
+from statecore.store._tool_and_task_buckets import TaskSlots, ToolSlots
 
 
 async def populate(store: StateStore, ref: SessionRef, *, turns: int = 3) -> None:

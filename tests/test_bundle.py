@@ -30,7 +30,7 @@ from statecore.operations._bundles import (
 from statecore.operations._control_plane import describe
 from statecore.operations._turn_commit import find_turn
 from statecore.store._migrate import upgrade_database
-from statecore.store._slots import TaskSlots
+from statecore.store._tool_and_task_buckets import TaskSlots
 from statecore.store.sql import SqlStateStore
 from tests.session_data import populate, snapshot
 from tests.store.helpers import hold_write_lock

@@ -13,7 +13,7 @@ from statecore.core._tokens import TokenCounter
 from statecore.operations._compaction import CompactionRequest
 from statecore.operations._control_plane import compact, describe, reset, sweep
 from statecore.operations._turn_commit import TURN_META_BUCKET
-from statecore.store._slots import TaskSlots, ToolSlots
+from statecore.store._tool_and_task_buckets import TaskSlots, ToolSlots
 from tests.session_data import populate, snapshot
 from tests.store_backends import BACKENDS, open_backend
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from statecore.agent_session._raw_input import parse_request
+from statecore.agent_session._handler_payloads import parse_request
 from statecore.contract._session import (
     AddHintInput,
     CloseInput,

@@ -26,7 +26,7 @@ from statecore.operations._bundles import (
     import_session,
 )
 from statecore.operations._compaction import CompactionRequest
-from statecore.store._slots import TaskSlots, ToolSlots
+from statecore.store._tool_and_task_buckets import TaskSlots, ToolSlots
 from statecore.store.sql import SqlStateStore
 from statecore.temporal._devserver import DevServer
 from tests.dbs import create_database, drop_database, fresh_database

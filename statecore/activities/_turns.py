@@ -50,7 +50,7 @@ from statecore.operations._agent_turns import AgentTurnRequest, AgentTurnRunner
 from statecore.operations._context_window import AssembledContext, assemble_context
 from statecore.operations._turn_commit import commit_turn, find_turn
 from statecore.store import StoreTransaction, run_transaction
-from statecore.store._slots import validate_user_bucket
+from statecore.store._tool_and_task_buckets import validate_user_bucket
 
 T = TypeVar("T")
 

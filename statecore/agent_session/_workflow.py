@@ -20,13 +20,13 @@ from temporalio import workflow
 from temporalio.common import RawValue, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError
 
-from statecore.agent_session._identity import session_input
-from statecore.agent_session._raw_input import (
+from statecore.agent_session._handler_payloads import (
     NO_INPUT,
     decode_payload,
     parse_request,
     received_size,
 )
+from statecore.agent_session._start_input import session_input
 from statecore.contract._activities import (
     ACT_ADD_HINT,
     ACT_CLOSE_SESSION,
@@ -131,7 +131,7 @@ _SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
 # Workflows of your own that use the turn API run in your sandbox as before.
 @workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
 class AgentSession:
-    # The input is taken raw (statecore.agent_session._identity): a start whose input is not a
+    # The input is taken raw (statecore.agent_session._start_input): a start whose input is not a
     # session's, or whose id is not the one its input makes, fails the run at once instead of
     # leaving a workflow task that fails on every retry.
     @workflow.init
@@ -344,7 +344,7 @@ class AgentSession:
     # --- turns -------------------------------------------------------------------------------
 
     # Every handler takes its input as exactly ``RawValue`` (NO_INPUT when nothing was sent)
-    # and decodes it itself (statecore.agent_session._raw_input): a payload the SDK could not
+    # and decodes it itself (statecore.agent_session._handler_payloads): a payload the SDK could not
     # decode gets a typed rejection instead of being dropped or failing the workflow task.
 
     @workflow.update(name="send_message", description=UPDATE_DESCRIPTIONS["send_message"])

@@ -44,8 +44,8 @@ from statecore.core._models import (
     validate_text,
     validate_turn_id,
 )
+from statecore.core._prechecked import prechecked
 from statecore.core._profile import SessionProfile
-from statecore.core._trusted import trusted
 
 WORKFLOW_TYPE = "AgentSession"
 DEFAULT_TASK_QUEUE = "statecore"
@@ -257,7 +257,7 @@ class SendMessageInput(OperatorInput):
 
     def to_message(self) -> Message:
         """The turn's first message, from these already checked fields (not checked again)."""
-        return trusted(
+        return prechecked(
             Message,
             {
                 "role": self.role,

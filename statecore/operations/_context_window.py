@@ -24,8 +24,8 @@ from statecore.core._errors import (
     SessionNotFoundError,
 )
 from statecore.core._models import Message, SessionRef, StatecoreModel, StoredMessage
+from statecore.core._prechecked import prechecked
 from statecore.core._profile import check_limit
-from statecore.core._trusted import trusted
 
 if TYPE_CHECKING:  # tiktoken and SQL stay out of this module's imports (sandbox-friendly)
     from statecore.core._tokens import TokenCounter
@@ -139,7 +139,7 @@ def _plain(msg: Message) -> Message:
     # second validation pass (the window is rebuilt on every turn). A copy, not the stored
     # message itself: the model may change what it is given, and cached windows are reused.
     d = msg.__dict__
-    return trusted(
+    return prechecked(
         Message,
         {
             "role": d["role"],

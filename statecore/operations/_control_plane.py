@@ -31,7 +31,7 @@ from statecore.operations._inspection import conversation_report, inspect_sessio
 from statecore.operations._shares import invalidate_owner, invalidate_shares
 from statecore.operations._summarizers import Summarizer
 from statecore.store._base import StateStore, StoreTransaction
-from statecore.store._kv_partition import clear_store
+from statecore.store._bucket_owners import clear_store
 from statecore.store._retry import run_transaction
 
 #: Expired sessions deleted per transaction by ``sweep``.

@@ -18,7 +18,7 @@ from statecore.core._models import ALL_STORES, SessionInfo, SessionRef, StateSto
 from statecore.operations._share_listing import share_summaries
 from statecore.operations._turn_commit import TURN_META_BUCKET
 from statecore.store._base import StoreTransaction
-from statecore.store._kv_partition import (
+from statecore.store._bucket_owners import (
     KV_STORES,
     TOOL_BUCKET_PREFIX,
     bucket_key_counts,

@@ -52,7 +52,7 @@ from statecore.core._errors import (
 )
 from statecore.core._models import KVEntry, KVScope, ScopedState, SessionRef
 from statecore.store._base import StoreTransaction
-from statecore.store._kv_partition import SHARE_BUCKET_PREFIX, validate_user_bucket
+from statecore.store._bucket_owners import SHARE_BUCKET_PREFIX, validate_user_bucket
 
 GRANT_BUCKET = SHARE_BUCKET_PREFIX + "grant"
 OWNER_BUCKET = SHARE_BUCKET_PREFIX + "owner"

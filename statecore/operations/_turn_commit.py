@@ -22,7 +22,7 @@ from statecore.operations._change_records import turn_events
 from statecore.operations._shares import apply_share_changes
 from statecore.operations._turn_record import read_record, record_value
 from statecore.store._base import StoreTransaction
-from statecore.store._slots import validate_user_bucket
+from statecore.store._tool_and_task_buckets import validate_user_bucket
 
 #: Reserved KV buckets of a session (never writable through the public KV surface). Turn
 #: records were kept in ``turn`` before they had a store of their own; schema 1 bundles carry

@@ -33,7 +33,7 @@ from statecore.activities._resources import WorkerResources
 from statecore.activities._shares import ShareActivities
 from statecore.activities._turns import TurnActivities
 from statecore.agent_session import WORKFLOWS
-from statecore.agent_session._single_input import SingleInputInterceptor
+from statecore.agent_session._input_count_interceptor import SingleInputInterceptor
 from statecore.core._limits import (
     DEFAULT_SESSION_TTL_SECONDS,
     DEFAULT_STREAM_FLUSH_SECONDS,
@@ -226,7 +226,7 @@ class StatecorePlugin(SimplePlugin):
             activities=activities,
             workflows=[*WORKFLOWS, *extra_workflows],
             workflow_runner=workflow_runner,
-            # AgentSession handlers take one input; see statecore.agent_session._single_input.
+            # AgentSession handlers take one input (agent_session/_input_count_interceptor.py).
             interceptors=[SingleInputInterceptor()],
             run_context=self._run_context,
         )

@@ -97,7 +97,7 @@ REFERENCES: list[Reference] = [
     ),
     Reference(
         "tools and task slots",
-        "tests/test_slots.py",
+        "tests/test_tool_and_task_buckets.py",
         "reserved buckets, bad tool names, bad task transitions",
     ),
     Reference(

@@ -46,7 +46,7 @@ from temporalio.worker import (
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from statecore import AgentSessionClient, StatecorePlugin
-from statecore.agent_session._single_input import SingleInputInterceptor
+from statecore.agent_session._input_count_interceptor import SingleInputInterceptor
 from statecore.contract._session import SendMessageInput
 from statecore.temporal._converter import StatecorePayloadConverter, adjust_data_converter
 from statecore.temporal._devserver import DevServer

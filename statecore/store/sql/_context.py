@@ -16,7 +16,7 @@ from statecore.core._limits import MAX_STATE_BYTES
 from statecore.core._models import SessionRef
 from statecore.core._tokens import TokenCounter
 from statecore.store._base import RestartTransaction
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._header_memo import Along, DeferredTurn, HeaderMemo, HeaderMemos
 from statecore.store.sql._session_header import (
     HAS_HINTS,
@@ -77,10 +77,10 @@ class SqlContext(TransactionMemory):
         self.windows = windows
         self.open = True
         # The driver that runs prebuilt statements directly on SQLite and PostgreSQL (see
-        # direct), decided at the first statement: False until then, None where SQLAlchemy
-        # runs them all.
-        self._driver: direct.Driver | bool | None = False
-        # A read-only block whose plain reads need no server transaction (direct.run).
+        # _prebuilt_statements), decided at the first statement: False until then, None where
+        # SQLAlchemy runs them all.
+        self._driver: prebuilt_statements.Driver | bool | None = False
+        # A read-only block whose plain reads need no server transaction (prebuilt_statements.run).
         self._reads_outside = False
 
     @property
@@ -100,14 +100,16 @@ class SqlContext(TransactionMemory):
             )
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
-        """``conn.execute(statement, parameters)``; a ``direct.prebuilt`` statement skips
-        SQLAlchemy's execution where that changes nothing anyone sees (see ``direct``)."""
+        """``conn.execute(statement, parameters)``; a prebuilt statement skips SQLAlchemy's
+        execution where that changes nothing anyone sees (see ``_prebuilt_statements``)."""
         conn = self.conn
         driver = self._driver
         if driver is False:
-            driver = self._driver = direct.driver_for(conn)
-            self._reads_outside = self._read_only and direct.reads_committed(driver, conn)
-        return await direct.run(
+            driver = self._driver = prebuilt_statements.driver_for(conn)
+            self._reads_outside = self._read_only and prebuilt_statements.reads_committed(
+                driver, conn
+            )
+        return await prebuilt_statements.run(
             conn,
             driver,  # type: ignore[arg-type]
             statement,
@@ -278,9 +280,9 @@ class SqlContext(TransactionMemory):
         self._check_open()
         driver = self._driver
         if driver is False:
-            driver = self._driver = direct.driver_for(self._conn)
+            driver = self._driver = prebuilt_statements.driver_for(self._conn)
         try:
-            found = await direct.run(
+            found = await prebuilt_statements.run(
                 self._conn,
                 driver,  # type: ignore[arg-type]
                 statement,
@@ -362,7 +364,7 @@ class SqlContext(TransactionMemory):
     ) -> None:
         """``update_session`` for an append: ``counters`` are the log's new counters,
         ``appended`` the rows just written (ascending ``seq``), sent before this on SQLite
-        and MariaDB or ``along`` this UPDATE on PostgreSQL: a ``direct.prebuilt`` builder of
+        and MariaDB or ``along`` this UPDATE on PostgreSQL: a prebuilt builder of
         a data-modifying CTE and its bind parameters, sent in the header's UPDATE statement,
         one round trip for both. It must not touch the header row, and reads none of the
         UPDATE's changes (one statement, one snapshot).
@@ -501,9 +503,9 @@ class SqlContext(TransactionMemory):
 
 def _reads_committed(conn: AsyncConnection) -> bool:
     """Whether ``conn`` is a PostgreSQL connection whose transactions run at READ COMMITTED,
-    whether or not its statements may skip SQLAlchemy's execution (``direct``)."""
+    whether or not its statements may skip SQLAlchemy's execution (``_prebuilt_statements``)."""
     sync = conn.sync_connection
     if sync is None or conn.dialect.name != "postgresql":
         return False
     adapter = sync.connection.dbapi_connection
-    return direct.reads_committed(adapter, conn)  # type: ignore[arg-type]
+    return prebuilt_statements.reads_committed(adapter, conn)  # type: ignore[arg-type]

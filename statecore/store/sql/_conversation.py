@@ -25,7 +25,7 @@ from statecore.store._inputs import (
     checked_log,
     checked_restore_extras,
 )
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation_extras import ConversationExtras
 from statecore.store.sql._message_rows import stored_columns, stored_message
@@ -323,7 +323,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
 
 
 # The two statements of ``tail``, built once with bind parameters: every turn runs them.
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _message_range(
     include_retracted: bool, from_seq: bool, to_seq: bool, limit: bool
 ) -> Select[Any]:
@@ -345,7 +345,7 @@ def _message_range(
     return statement
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _window_boundary() -> Select[Any]:
     c = message_table.c
     return (
@@ -359,7 +359,7 @@ def _window_boundary() -> Select[Any]:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _turn_indexes() -> Select[Any]:
     """A turn's stored messages in an index range: every commit looks them up before its
     insert, so a retried append stores nothing twice."""
@@ -381,7 +381,7 @@ def _turn_indexes() -> Select[Any]:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _insert_messages() -> Insert:
     """``INSERT`` of new messages, one row per parameter set: each commit's append."""
     return insert(message_table)
@@ -405,7 +405,7 @@ _APPENDED = (
 )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _appended_messages() -> CTE:
     """PostgreSQL: an append's new messages as one ``INSERT ... SELECT FROM unnest(...)``
     CTE, each column an array (bind parameters ``m_<column>``), for the header's UPDATE to
@@ -417,7 +417,7 @@ def _appended_messages() -> CTE:
     return insert(message_table).from_select(list(_APPENDED), columns).cte("appended")
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _window() -> Select[Any]:
     """Every non-retracted message of a session from a seq on."""
     c = message_table.c

@@ -9,7 +9,7 @@ from sqlalchemy import Select, bindparam, delete, insert, select
 from statecore.core._errors import InvalidLimitError
 from statecore.core._models import Hint, SessionRef, Summary, validate_text
 from statecore.store._inputs import RestoreExtras, check_aware, check_int, check_ref
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import hints as hint_table
 from statecore.store.sql._session_header import SessionRow
@@ -136,7 +136,7 @@ class ConversationExtras:
         )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _hints() -> Select[Any]:
     """A session's hints in order, built once: every turn's context read lists them."""
     c = hint_table.c

@@ -26,7 +26,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from statecore.core._errors import DriverMissingError, InvalidInputError
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql import _sqlite_driver as sqlite_driver
 from statecore.store.sql._liveness import ping_after_idle
 
@@ -140,7 +140,7 @@ def _sqlite_engine(url: URL, engine_kwargs: dict[str, Any]) -> AsyncEngine:
 
     def on_begin(conn: Any) -> None:
         read_only = conn.get_execution_options().get(READ_ONLY_OPTION, False)
-        direct.begin(conn, "BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
+        prebuilt_statements.begin(conn, "BEGIN" if read_only and not memory else "BEGIN IMMEDIATE")
 
     def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         # SQLAlchemy's own aiosqlite connect, with connections that leave their thread out

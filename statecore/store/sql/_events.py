@@ -28,7 +28,7 @@ from statecore.core._change_events import ChangeEvent, NewEvent
 from statecore.core._models import validate_identifier
 from statecore.store._base import EventStore
 from statecore.store._inputs import check_aware, check_int
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import TABLE_PREFIX, event_heads, events
 
@@ -38,13 +38,13 @@ NOTIFY_CHANNEL = TABLE_PREFIX + "events"
 e, h = events.c, event_heads.c
 # Built once, with bound parameters: every commit runs them, and a statement built per call
 # costs its cache-key walk each time (a third of the feed's CPU per turn, measured).
-_INSERT = direct.register(insert(events))
+_INSERT = prebuilt_statements.register(insert(events))
 _NUMBER = (
     update(event_heads)
     .where(h.namespace == bindparam("ns"))
     .values(last_seq=h.last_seq + bindparam("n"))
 )
-_NUMBER_RETURNING = direct.register(_NUMBER.returning(h.last_seq))
+_NUMBER_RETURNING = prebuilt_statements.register(_NUMBER.returning(h.last_seq))
 _NUMBER_AND_NOTIFY = _NUMBER.returning(h.last_seq, func.pg_notify(NOTIFY_CHANNEL, bindparam("ns")))
 _LAST = select(h.last_seq).where(h.namespace == bindparam("ns"))
 
@@ -82,7 +82,7 @@ def feed_cte() -> Any:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _append_statement() -> Any:
     """PostgreSQL: ``feed_cte`` as a statement of its own, returning the first number."""
     return select(func.min(feed_cte().c.seq))

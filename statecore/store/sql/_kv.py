@@ -47,7 +47,7 @@ from statecore.store._inputs import (
     encode_kv_value,
     revalidate,
 )
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import kv_entries
@@ -97,7 +97,7 @@ _PUT_COLUMNS = ("kind", "value", "updated_at", "expires_at")
 _ROW_COLUMNS = (*_KEY_COLUMNS, "revision", "created_at", *_PUT_COLUMNS)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _put_statement(dialect: str, returning: bool) -> Any:
     """The unconditional put, built once per dialect with bind parameters (``p_<column>``
     and ``p_now``): building the upsert and its ``excluded`` alias took longer than running
@@ -124,7 +124,7 @@ def upsert_statement(dialect: str) -> Any:
     return _put_statement(dialect, True)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _create_statement(dialect: str) -> Any:
     """PostgreSQL and SQLite: a put with ``expected_revision=0`` as one statement. It inserts
     the key at revision 1, or takes over a row whose entry has expired (an expired entry is
@@ -141,7 +141,7 @@ def _create_statement(dialect: str) -> Any:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _get_statement() -> Any:
     """``get``, built once with bind parameters (``p_<key column>`` and ``p_now``): building
     the statement with its key and expiry conditions took about as long as running it, and

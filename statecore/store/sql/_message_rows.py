@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Row
 
 from statecore.core._models import Message, StoredMessage, ToolCall
-from statecore.core._trusted import trusted
-from statecore.store.sql._direct import DirectRow
+from statecore.core._prechecked import prechecked
+from statecore.store.sql._prebuilt_statements import DirectRow
 
 _TOOL_CALL_FIELDS = ToolCall.model_fields.keys()
 
@@ -60,7 +60,7 @@ def stored_message(row: Row[Any] | DirectRow | dict[str, Any]) -> StoredMessage:
     Rows are written only from validated messages (``append``, ``restore``), and a turn
     reads its whole window back on every turn, so they are not validated again here."""
     r = row._mapping if isinstance(row, (Row, DirectRow)) else row
-    return trusted(
+    return prechecked(
         StoredMessage,
         {
             "role": r["role"],
@@ -83,7 +83,7 @@ def _tool_calls(text: str) -> list[ToolCall]:
     calls = json.loads(text)
     # Written by ``message_columns`` with every field; anything else is validated.
     return [
-        trusted(ToolCall, call)
+        prechecked(ToolCall, call)
         if isinstance(call, dict) and call.keys() == _TOOL_CALL_FIELDS
         else ToolCall.model_validate(call)
         for call in calls

@@ -28,7 +28,7 @@ from statecore.store._inputs import (
     recent_tools,
     revalidate,
 )
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import orchestration_states
 from statecore.store.sql._session_expiry import expiry
@@ -232,7 +232,7 @@ class SqlOrchestrationStore(OrchestrationStore):
         await self._write(session, row, fields, touch=False)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def add_usage_statement() -> Update:
     """Add a call's tokens to a session's totals in place (a turn's commit, built once),
     with the bind parameters of ``SqlOrchestrationStore.usage_parameters``."""
@@ -247,7 +247,7 @@ def add_usage_statement() -> Update:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _current_row() -> Select[Any]:
     """A session's orchestration row, built once: every turn's commit reads it."""
     return select(orchestration_states).where(

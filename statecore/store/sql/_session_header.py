@@ -4,7 +4,7 @@ Every transaction of a turn reads the header (``select_session``, or the turn's 
 ``select_session_for_turn`` that brings the turn's record and more along), locks it before
 writing what the session owns, and writes its counters back (``update_session_statement``).
 ``SqlContext`` (``_context``) decides which statement to send and keeps what it learnt;
-this module only builds them, each once (``direct.prebuilt``).
+this module only builds them, each once (``prebuilt_statements.prebuilt``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 
 from statecore.core._models import SessionInfo, SessionRef
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._schema import hints, messages, sessions, turn_records
 
 #: The header's column names, as a header row holds them.
@@ -61,7 +61,7 @@ def turn_params(ref: SessionRef, turn_id: str) -> dict[str, str]:
     }
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def select_session(lock: bool) -> Select[Any]:
     """A session's header row by its key (bind parameters ``p_namespace``, ``p_agent_id``,
     ``p_session_id``), built once: every transaction of a turn reads it."""
@@ -99,7 +99,7 @@ def turn_has_messages() -> Any:
     return first.is_not(None).label(HAS_TURN_MESSAGES)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def select_session_for_turn(turn_messages: bool) -> Select[Any]:
     """``select_session(False)`` with, beside the header's columns, the record of turn
     ``p_turn_id`` (NULL when it never committed) and whether the session has hints: what a
@@ -129,7 +129,7 @@ WINDOW_PREFIX = "window_"
 WINDOW_COLUMNS = tuple(messages.c.keys())
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def select_session_for_turn_with_window() -> Select[Any]:
     """``select_session_for_turn(False)`` (PostgreSQL, MariaDB) with, beside it, the
     session's non-retracted messages from seq ``p_window_from`` on when the header's primary
@@ -172,7 +172,7 @@ def window_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
     ]
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def lock_session_for_turn_statement(snapshot_check: bool) -> Select[Any]:
     """``select_session(True)`` with whether turn ``p_turn_id`` has messages beside the
     header's columns (``SqlContext.find_session_for_turn``). ``snapshot_check``
@@ -191,7 +191,7 @@ def lock_session_for_turn_statement(snapshot_check: bool) -> Select[Any]:
     return select(*columns).where(*session_key()).with_for_update(of=sessions)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def update_session_statement(names: tuple[str, ...]) -> Update:
     """``UPDATE`` of the named header columns (bind parameters ``v_<name>``) of the header
     row whose primary key is ``p_id``: one statement per combination a store writes."""
@@ -226,7 +226,7 @@ def header_version() -> ColumnElement[str]:
     return cast(literal_column(f"{sessions.name}.xmin"), Text)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def update_session_returning_base(
     names: tuple[str, ...], along: Callable[[], CTE] | None, with_version: bool = False
 ) -> Update:
@@ -243,7 +243,7 @@ def update_session_returning_base(
     return statement.returning(*returned)
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def lock_session_statement() -> Select[Any]:
     """``SELECT id ... FOR UPDATE`` of a session's header row (the bind parameters of
     ``select_session``): its row lock without its fields."""

@@ -200,8 +200,9 @@ class SqlStateStore(StateStore):
         (a deferred ``BEGIN`` on a WAL snapshot), so it neither waits for writers nor holds
         them up. On PostgreSQL at READ COMMITTED, where every statement reads its own
         snapshot anyway, its reads open no server transaction (no BEGIN or COMMIT; see
-        ``direct.run``). A block that writes anyway still works (its first write begins the
-        transaction), but may lose to a writer and be run again by ``run_transaction``."""
+        ``prebuilt_statements.run``). A block that writes anyway still works (its first write
+        begins the transaction), but may lose to a writer and be run again by
+        ``run_transaction``."""
         return self._transaction(check_flag(read_only, "read_only"))
 
     @asynccontextmanager

@@ -55,7 +55,7 @@ from sqlalchemy import BigInteger, Integer, and_, bindparam, case, cast, func, l
 
 from statecore.core._change_events import NewEvent
 from statecore.core._models import SessionRef, TokenUsage
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._events import feed_cte, feed_parameters
 from statecore.store.sql._header_memo import DeferredTurn
@@ -85,7 +85,7 @@ class TurnStores(Protocol):
     orchestration: SqlOrchestrationStore
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _last_writes(with_usage: bool, with_events: bool) -> Any:
     """The record's insert and the marker's upsert, with (``with_usage``) the usage's
     addition and (``with_events``) the feed's CTEs; returning whether the record was
@@ -146,7 +146,7 @@ async def finish_turn(
 STALE = "statecore: the session changed since this process last committed a turn of it"
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _whole_commit(names: tuple[str, ...], along: Any, with_usage: bool, with_events: bool) -> Any:
     """The commit as one statement: the header's UPDATE of ``names`` where its version is
     ``p_xmin``, with the append's CTE ``along()``, the record, the marker, the usage

@@ -24,7 +24,7 @@ from statecore.store._inputs import (
     decode_json,
     encode_turn_record,
 )
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import sessions, turn_records
@@ -32,7 +32,7 @@ from statecore.store.sql._schema import sessions, turn_records
 c = turn_records.c
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def _get_statement() -> Any:
     """A record by its session's key and its turn id (``p_namespace``, ``p_agent_id``,
     ``p_session_id``, ``p_turn_id``), the header joined in: every turn looks its id up,
@@ -50,7 +50,7 @@ def _get_statement() -> Any:
     )
 
 
-@direct.prebuilt
+@prebuilt_statements.prebuilt
 def insert_statement(dialect: str) -> Any:
     """The insert of a new record (``p_session_pk``, ``p_turn_id``, ``p_record``). PostgreSQL
     and SQLite skip a duplicate key and change no row, which the caller reads as a conflict."""

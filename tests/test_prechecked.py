@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from statecore.core._models import Message, StoredMessage, ToolCall
-from statecore.core._trusted import trusted
+from statecore.core._prechecked import prechecked
 from statecore.store.sql._message_rows import stored_columns, stored_message
 
 CALL = {"id": "c1", "name": "weather", "arguments": '{"city": "Oslo"}'}
@@ -38,7 +38,7 @@ def test_a_trusted_message_equals_the_validated_one() -> None:
         "tool_call_id": None,
         "metadata": {"k": 1},
     }
-    built = trusted(Message, dict(values))
+    built = prechecked(Message, dict(values))
     checked = Message.model_validate(values)
     assert built == checked
     assert built.model_dump_json() == checked.model_dump_json()

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from statecore.agent_session._raw_input import decode_payload
+from statecore.agent_session._handler_payloads import decode_payload
 from statecore.contract._session import SessionInput, workflow_id_for
 from statecore.core._errors import SessionIdentityError, StatecoreError, validation_message
 

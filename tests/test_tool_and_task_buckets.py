@@ -14,13 +14,18 @@ from statecore.core._errors import (
 )
 from statecore.core._models import SessionRef
 from statecore.operations._turn_commit import TURN_BUCKET, TURN_META_BUCKET
-from statecore.store._kv_partition import (
+from statecore.store._bucket_owners import (
     bucket_key_counts,
     bucket_store,
     clear_store,
     store_key_counts,
 )
-from statecore.store._slots import TASK_BUCKET, TaskSlots, ToolSlots, validate_user_bucket
+from statecore.store._tool_and_task_buckets import (
+    TASK_BUCKET,
+    TaskSlots,
+    ToolSlots,
+    validate_user_bucket,
+)
 from tests.store_backends import BACKENDS, open_backend
 
 REF = SessionRef(namespace="ns1", agent_id="agent", session_id="s1")

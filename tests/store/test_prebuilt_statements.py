@@ -1,5 +1,5 @@
 """A turn's prebuilt statements run on SQLite and PostgreSQL without SQLAlchemy's execution
-(statecore.store.sql._direct), and nobody can tell: the same rows and values, the same
+(statecore.store.sql._prebuilt_statements), and nobody can tell: the same rows and values, the same
 errors, a lost connection replaced, and every statement still visible to whoever listens
 to the engine's events or logs its statements."""
 

@@ -3,7 +3,7 @@
 Both are thin facades over ``StoreTransaction.kv``: no backend code lives here, so every
 backend gets them for free. Tool data lives in buckets ``tool.<tool name>``, task records in
 the bucket ``task.records``. User buckets may not use these names (``validate_user_bucket``,
-see ``statecore.store._kv_partition``), which keeps "reset kv", "reset tools" and "reset task"
+see ``statecore.store._bucket_owners``), which keeps "reset kv", "reset tools" and "reset task"
 exact: each clears its own buckets and never another's.
 """
 
@@ -25,7 +25,7 @@ from statecore.core._models import (
     validate_text,
 )
 from statecore.store._base import StoreTransaction
-from statecore.store._kv_partition import (
+from statecore.store._bucket_owners import (
     TASK_BUCKET_PREFIX,
     TOOL_BUCKET_PREFIX,
     clear_bucket,

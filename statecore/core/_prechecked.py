@@ -2,7 +2,7 @@
 
 A turn reads its whole context window back from SQL, and every message of it was validated
 when it was written; validating each one again on every turn (and ``model_construct``, which
-walks the fields and their defaults in Python) was a large share of a turn's CPU. ``trusted``
+walks the fields and their defaults in Python) was a large share of a turn's CPU. ``prechecked``
 sets the instance's fields directly, as ``model_construct`` does at its end. Only for values
 statecore itself validated before: input from users and from other processes is validated.
 """
@@ -17,7 +17,7 @@ M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
 
 
-def trusted(cls: type[M], values: dict[str, Any]) -> M:
+def prechecked(cls: type[M], values: dict[str, Any]) -> M:
     """An instance of ``cls`` holding ``values``, which must name every field of ``cls``
     with a value valid for it. The dict is used as is (not copied)."""
     # object.__new__ directly: a pydantic model defines no __new__ of its own, and looking
