@@ -21,7 +21,7 @@ from statecore.activities._resources import WorkerResources
 from statecore.contract._activities import ToolBinding, ToolCallInput, ToolCallResult
 from statecore.core._errors import InvalidInputError
 from statecore.store._retry import run_transaction
-from statecore.store._slots import validate_user_bucket
+from statecore.store._tool_and_task_buckets import validate_user_bucket
 
 TOOL_CALCULATOR = "statecore.example.calculator"
 TOOL_LOOKUP = "statecore.example.lookup"

@@ -45,6 +45,7 @@ from statecore.core._errors import (
 from statecore.core._models import KVEntry, Message
 from statecore.llm import ChatModel, ModelRequest, ModelResponse
 from statecore.llm._base import TextDelta, ToolCallDelta, stream_reply
+from statecore.observability._logs import log_with_input
 from statecore.observability._metrics import record_turn
 from statecore.operations._agent_turns import AgentTurnRequest, AgentTurnRunner
 from statecore.operations._context_window import AssembledContext, assemble_context
@@ -98,6 +99,7 @@ class TurnActivities:
         """Assemble the context from SQL plus the turn's pending messages, call the model,
         and, when ``input.commit`` is set, commit the whole turn in the same activity."""
         input = decode_carried(GenerateInput, payload)
+        log_with_input(input)
         started = time.monotonic()
         store, counter = self._r.store, self._r.counter
         # A committing call carries its messages once, in the commit (earlier workflow code
@@ -211,7 +213,9 @@ class TurnActivities:
     @activity.defn(name=ACT_COMMIT_TURN)
     @typed_errors
     async def commit_turn(self, payload: RawValue) -> CommitTurnResult:
-        return await _commit(self._r, decode_carried(CommitTurnInput, payload), time.monotonic())
+        input = decode_carried(CommitTurnInput, payload)
+        log_with_input(input)
+        return await _commit(self._r, input, time.monotonic())
 
     @activity.defn(name=ACT_READ_KV)
     @typed_errors

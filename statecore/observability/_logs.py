@@ -6,7 +6,8 @@ Every record passing a handler set up by ``configure_logging`` carries ``session
 - activities: ``SessionLogContext``, a worker interceptor, reads them from the activity's input
   (``input.ref`` and ``input.turn_id``, the shape statecore's activity inputs share), with the
   activity's type and workflow id, into a context variable that lives as long as the
-  activity's task;
+  activity's task; the turn activities, which decode their raw input themselves, set it
+  with ``log_with_input``;
 - workflow code passes them with ``extra=`` (``workflow.logger`` adds the workflow's own ids);
 - anything else may pass them with ``extra=`` too.
 
@@ -71,6 +72,13 @@ def log_context_of(arg: Any) -> LogContext:
         activity_type=info.activity_type if info else None,
         workflow_id=info.workflow_id if info else None,
     )
+
+
+def log_with_input(arg: Any) -> None:
+    """Name ``arg``'s session and turn in the running activity's log lines from now on: for
+    an activity that takes its input raw and decodes it itself, which the interceptor below
+    cannot read."""
+    _current.set(log_context_of(arg))
 
 
 class SessionLogContext(Interceptor):

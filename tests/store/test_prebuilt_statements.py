@@ -25,7 +25,7 @@ from statecore.core._models import KVScope, Message, SessionRef
 from statecore.operations._turn_commit import snapshot
 from statecore.store._migrate import upgrade_database
 from statecore.store.sql import SqlStateStore
-from statecore.store.sql import _direct as direct
+from statecore.store.sql import _prebuilt_statements as direct
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation import _insert_messages
 from statecore.store.sql._message_rows import stored_columns
