@@ -44,7 +44,6 @@ from bench.harness.measure import (
     sequential,
     shuffled_rounds,
 )
-from bench.harness.plot import plot_turns
 from bench.harness.process_cpu import CpuMeter
 from bench.harness.state_turns import STATE_WORKFLOW, StateSession
 from bench.harness.turn_report import (
@@ -511,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     settings.out.parent.mkdir(parents=True, exist_ok=True)
     settings.out.write_text(json.dumps(result, indent=2) + "\n")
     png = settings.out.with_suffix(".png")
+    from bench.harness.plot import plot_turns  # matplotlib: only for a run that draws
+
     plot_turns(result, png, **series)
     if "single_session" in result:
         print_phases(result)
