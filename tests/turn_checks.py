@@ -1,4 +1,5 @@
-"""How often one chat turn's data is checked and encoded on its way from the client to SQL.
+"""How often one chat turn's data is checked and encoded on its way from the client to SQL,
+and which of statecore's files it passes through.
 
 ``count_checks(text, turn_id)`` wraps, for as long as it is open, the one rule for message
 text (``validate_text``, wherever a module bound it), the turn-id rule and the JSON encoders
@@ -98,3 +99,25 @@ def count_checks(text: str, turn_id: str) -> Iterator[Counter[str]]:
     finally:
         for step in reversed(undo):
             step()
+
+
+@contextlib.contextmanager
+def files_entered() -> Iterator[set[str]]:
+    """The statecore files (repository paths) whose code runs on this thread while the block
+    is open: with the worker in the same process and unsandboxed, the files a turn enters."""
+    entered: set[str] = set()
+    marker = "/statecore/"
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            name = frame.f_code.co_filename
+            at = name.rfind(marker)
+            if at >= 0:
+                entered.add("statecore/" + name[at + len(marker) :])
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield entered
+    finally:
+        sys.setprofile(previous)

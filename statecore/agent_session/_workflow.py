@@ -17,14 +17,22 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import RawValue, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
+from statecore.agent_session._budget_admission import BudgetAdmission
 from statecore.agent_session._handler_payloads import (
     NO_INPUT,
     decode_payload,
     parse_request,
     received_size,
+)
+from statecore.agent_session._session_view import (
+    SearchAttributes,
+    current_details,
+    session_report,
+    stores_from_checkpoint,
+    without_data,
 )
 from statecore.agent_session._start_input import session_input
 from statecore.contract._activities import (
@@ -44,12 +52,7 @@ from statecore.contract._session import (
     QUERY_DESCRIPTIONS,
     RECENT_REJECTIONS,
     RECENT_TURN_IDS,
-    SA_AGENT_ID,
-    SA_SESSION_ID,
-    SA_STATUS,
-    SA_TURN,
     SIGNAL_DESCRIPTIONS,
-    TURN_SEARCH_ATTRIBUTE_EVERY,
     UNKNOWN_SIGNAL_DESCRIPTION,
     UNKNOWN_UPDATE_DESCRIPTION,
     UPDATE_DESCRIPTIONS,
@@ -72,13 +75,10 @@ from statecore.contract._session import (
     unknown_operation_message,
 )
 from statecore.core._errors import (
-    ContextBudgetError,
     StatecoreError,
     UnknownAgentError,
-    UnknownEncodingError,
     UnknownOperationError,
 )
-from statecore.core._message_fit import check_message_fits, most_tokens
 from statecore.core._models import (
     SessionStatus,
     StateOperationResult,
@@ -98,28 +98,9 @@ PATCH_CARRY_CONTROL = "statecore-carry-control-across-continue-as-new"
 PATCH_UNKNOWN_MODEL_ENDS_NEW_SESSION = "statecore-unknown-model-ends-new-session"
 #: A cancellation request used to cancel the run; now it closes the session cleanly.
 PATCH_CLOSE_ON_CANCEL = "statecore-close-on-cancel"
-#: A committed turn used to upsert StatecoreTurn every time; now only the first turn and
-#: every TURN_SEARCH_ATTRIBUTE_EVERY-th do (status changes and new runs still write it).
-PATCH_SPARSE_TURN_ATTRIBUTE = "statecore-sparse-turn-search-attribute"
 #: A run used to continue as new only at max_turns_per_run or the server's suggestion; now a
 #: run that has done work also moves on after idle_continue_seconds without any.
 PATCH_IDLE_CONTINUE = "statecore-idle-continue-as-new"
-
-#: Bytes of message text the send_message validator counts in tokens in one workflow task
-#: (one of the largest messages: about 0.25 s of one free core for the slowest text to
-#: count). Counting runs inside the task, which the SDK fails when it does not yield within
-#: 2 s, and Temporal delivers up to 10 updates in one task; the margin is for a worker whose
-#: cores are shared (with two per task, eight such messages sent at once stalled a session
-#: on a machine loaded several times over). Past this the validator admits, and the turn's
-#: model activity refuses a message that can never fit, by the same rule.
-MAX_COUNTED_BYTES_PER_TASK = 512 * 1024
-
-_SA_KEYS: dict[str, SearchAttributeKey[Any]] = {
-    SA_SESSION_ID: SearchAttributeKey.for_keyword(SA_SESSION_ID),
-    SA_AGENT_ID: SearchAttributeKey.for_keyword(SA_AGENT_ID),
-    SA_STATUS: SearchAttributeKey.for_keyword(SA_STATUS),
-    SA_TURN: SearchAttributeKey.for_int(SA_TURN),
-}
 
 
 # Outside the workflow sandbox: re-entering it cost every activation and every payload
@@ -170,14 +151,11 @@ class AgentSession:
         self._close: CloseInput | None = None
         self._migrate_to: str | None = None
         self._opened = input.checkpoint is not None
-        self._sa: dict[str, Any] = {}
+        self._search_attributes = SearchAttributes()
         #: The status the next run starts in, kept while this one drains (pause and resume
         #: sent then apply to the next run).
         self._resume_status: SessionStatus = "active"
-        #: The workflow task (by its start time) whose validators last counted tokens, and
-        #: how many bytes they counted in it.
-        self._counted_in: datetime | None = None
-        self._counted_bytes = 0
+        self._budget = BudgetAdmission()
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -449,7 +427,7 @@ class AgentSession:
             check_turn_request_size(message, received_size(payload))
         except StatecoreError as err:
             raise refusal(err.code, err.message) from None
-        self._check_fits_budget(message)
+        self._budget.check(message, self._input.profile.max_tokens, self._cp.budget)
         # The handler that runs next, in the same task, takes this parse (``_accepted_send``).
         update = workflow.current_update_info()
         if update is not None:
@@ -465,44 +443,6 @@ class AgentSession:
             return parsed
         checked: SendMessageInput = self._parse_or_raise("send_message", SendMessageInput, payload)
         return checked
-
-    def _check_fits_budget(self, message: SendMessageInput) -> None:
-        """Refuse a message that can never fit the session's context budget before it is
-        accepted, so it never reaches history. The budget is the profile's ``max_tokens``,
-        else what the worker reported when it opened the session or answered a turn (its
-        model's window); until then (the first turn of an update-with-start) the turn's
-        model activity refuses such a message instead, by the same rule."""
-        learned = self._cp.budget
-        budget = self._input.profile.max_tokens or (learned.max_tokens if learned else None)
-        if budget is None:
-            return
-        turn_message = message.to_message()
-        if most_tokens(turn_message) <= budget:
-            return  # fits whatever its tokens: nothing to count
-        if not self._may_count(len(message.content.encode("utf-8"))):
-            return
-        try:
-            check_message_fits(
-                turn_message,
-                budget,
-                encoding=learned.encoding if learned else None,
-            )
-        except ContextBudgetError as err:
-            raise refusal(err.code, err.message) from None
-        except UnknownEncodingError:
-            return  # this worker cannot count as the reporting one did: the turn decides
-
-    def _may_count(self, size: int) -> bool:
-        """Whether the validators may count ``size`` more bytes of text in this workflow
-        task (MAX_COUNTED_BYTES_PER_TASK). The count is not history: validators never run
-        on replay, and what they decided is recorded as the updates' acceptance."""
-        task = workflow.now()
-        if task != self._counted_in:
-            self._counted_in, self._counted_bytes = task, 0
-        if self._counted_bytes + size > MAX_COUNTED_BYTES_PER_TASK:
-            return False
-        self._counted_bytes += size
-        return True
 
     def _after_turn(self, turn_id: str, commit: CommitTurnResult, usage: TokenUsage) -> None:
         cp = self._cp
@@ -629,7 +569,7 @@ class AgentSession:
             )
             # The query answers from this cache: counters only, never the data (it would
             # go stale with the next turn, and the query cannot read SQL).
-            self._stores = [_without_data(s) for s in out.report.stores]
+            self._stores = [without_data(s) for s in out.report.stores]
             return self._report(out.report)
 
     @workflow.signal(name="add_hint", description=SIGNAL_DESCRIPTIONS["add_hint"])
@@ -699,7 +639,7 @@ class AgentSession:
             operation="describe",
             session_id=self._input.session_id,
             namespace=self._input.namespace,
-            stores=[s.model_copy() for s in self._stores] or self._stores_from_checkpoint(),
+            stores=[s.model_copy() for s in self._stores] or stores_from_checkpoint(self._cp),
         )
         result = self._report(report)
         if include_data:
@@ -782,112 +722,12 @@ class AgentSession:
         if snap.stores:
             self._stores = [StateStoreReport.model_validate(s) for s in snap.stores]
 
-    def _stores_from_checkpoint(self) -> list[StateStoreReport]:
-        return [
-            StateStoreReport(
-                name="conversation",
-                exists=self._cp.message_count > 0,
-                items=self._cp.message_count,
-                tokens=self._cp.token_total,
-                metadata={"last_seq": self._cp.last_seq, "window_tokens": self._cp.window_tokens},
-            )
-        ]
-
     def _report(self, base: StateOperationResult) -> SessionReport:
-        conversation = next((s for s in base.stores if s.name == "conversation"), None)
-        if conversation is not None and base.operation == "describe":
-            # The cached report is as fresh as the last control operation; the checkpoint's
-            # counters are as fresh as the last turn.
-            conversation.exists = self._cp.message_count > 0
-            conversation.items = self._cp.message_count
-            conversation.tokens = self._cp.token_total
-            conversation.metadata["last_seq"] = self._cp.last_seq
-            conversation.metadata["window_tokens"] = self._cp.window_tokens
-            start = conversation.metadata.get("window_start_seq")
-            if isinstance(start, int):  # moved only by control operations, which refresh it
-                conversation.metadata["window_messages"] = max(0, self._cp.last_seq - start + 1)
-        orchestration = next((s for s in base.stores if s.name == "orchestration"), None)
-        # Every turn adds its usage to the orchestration row, and the checkpoint's usage is
-        # that row's total (read at the run's start, plus each turn since).
-        used = self._cp.usage.total_tokens
-        if orchestration is not None and base.operation == "describe" and used:
-            orchestration.exists = True
-            orchestration.items = 1
-            orchestration.tokens = used
-        return SessionReport(
-            **base.model_dump(exclude={"session_id", "namespace"}),
-            session_id=self._input.session_id,
-            namespace=self._input.namespace,
-            agent_id=self._input.agent_id,
-            checkpoint=self._cp.model_copy(deep=True),
-            rejections=list(self._rejections),
-        )
+        return session_report(base, self._input, self._cp, self._rejections)
 
     def _sync_search_attributes(self, *, after_turn: bool = False) -> None:
-        """Upsert only what changed: every upsert is a history event. A turn alone moves
-        StatecoreTurn only on the session's first turn and every TURN_SEARCH_ATTRIBUTE_EVERY
-        turns; any other change writes the exact turn along with it."""
-        wanted: dict[str, Any] = {
-            SA_SESSION_ID: self._input.session_id,
-            SA_AGENT_ID: self._input.agent_id,
-            SA_STATUS: self._cp.status,
-            SA_TURN: self._cp.turn,
-        }
-        if not self._sa:
-            current = workflow.info().typed_search_attributes
-            for name, key in _SA_KEYS.items():
-                value = current.get(key)
-                if value is not None:
-                    self._sa[name] = value
-        names = [name for name, value in wanted.items() if self._sa.get(name) != value]
-        # The patch is asked last: its marker is written only by a turn that skips its upsert.
-        if (
-            after_turn
-            and names == [SA_TURN]
-            and not self._turn_attribute_due()
-            and workflow.patched(PATCH_SPARSE_TURN_ATTRIBUTE)
-        ):
-            return
-        changed: list[SearchAttributeUpdate[Any]] = [
-            _SA_KEYS[name].value_set(wanted[name]) for name in names
-        ]
-        if changed:
-            workflow.upsert_search_attributes(changed)
-            self._sa.update(wanted)
-
-    def _turn_attribute_due(self) -> bool:
-        """Whether a committed turn writes StatecoreTurn: a session's first, so that
-        ``StatecoreTurn > 0`` finds every session that has talked, and every
-        TURN_SEARCH_ATTRIBUTE_EVERY-th."""
-        return not self._sa.get(SA_TURN) or self._cp.turn % TURN_SEARCH_ATTRIBUTE_EVERY == 0
+        self._search_attributes.sync(self._input, self._cp, after_turn=after_turn)
 
     def _show(self) -> None:
-        """A short markdown status for the Temporal UI (costs no history)."""
-        cp = self._cp
-        lines = [
-            f"**{self._input.agent_id} / {self._input.session_id}** - {cp.status}",
-            f"turn {cp.turn} - {cp.message_count} messages - {cp.token_total} tokens stored - "
-            f"window {cp.window_tokens} tokens - run {cp.runs}",
-        ]
-        if cp.pause_reason and cp.status == "paused":
-            lines.append(f"paused: {cp.pause_reason}")
-        if cp.last_operation:
-            lines.append(f"last: {cp.last_operation}")
-        if self._answering is not None:
-            turn_id, since = self._answering
-            # The model call's attempts, its latest failure and the next attempt's time are
-            # Temporal's own record of the pending activity, shown beside these details.
-            lines.append(
-                f"answering turn {turn_id} since {since:%H:%M:%S} UTC; a failing model call "
-                "shows its attempt and error under Pending Activities"
-            )
-        if self._rejections:
-            last = self._rejections[-1]
-            lines.append(f"last rejection: {last.operation} - {last.code}: {last.message}")
-        workflow.set_current_details("\n\n".join(lines))
-
-
-def _without_data(report: StateStoreReport) -> StateStoreReport:
-    """A store's report with its counters only (what the describe query may cache)."""
-    metadata = {k: v for k, v in report.metadata.items() if not k.startswith("data_")}
-    return report.model_copy(update={"data": None, "metadata": metadata})
+        details = current_details(self._input, self._cp, self._answering, self._rejections)
+        workflow.set_current_details(details)

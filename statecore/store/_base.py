@@ -56,12 +56,40 @@ from statecore.core._models import (
     StoredMessage,
     Summary,
     TokenUsage,
+    validate_identifier,
+    validate_key,
+    validate_prefix,
+    validate_text,
 )
 from statecore.core._models import Message as NewMessage
 from statecore.store import _change_ledger as change_ledger
 from statecore.store import _change_rules as changes
 from statecore.store._change_ledger import ChangeLedger, RecordsChanges
-from statecore.store._inputs import check_flag, check_int, check_ref, checked_append
+from statecore.store._inputs import (
+    KVPut,
+    RestoredKV,
+    RestoredState,
+    RestoreExtras,
+    check_aware,
+    check_flag,
+    check_int,
+    check_kv_key,
+    check_message_range,
+    check_page_limit,
+    check_ref,
+    check_scope,
+    check_state_scope,
+    check_token_budget,
+    checked_append,
+    checked_flow_checkpoints,
+    checked_flow_save,
+    checked_kv_entries,
+    checked_kv_put,
+    checked_log,
+    checked_restore_extras,
+    checked_states,
+    encode_state,
+)
 from statecore.store._signals import WakeSignal, polling
 from statecore.store._turn_streams import TurnStreamStore
 
@@ -144,11 +172,15 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
     ) -> list[StoredMessage]:
         """``append`` once its arguments are checked: the backend's own work."""
 
-    @abc.abstractmethod
     async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
         """Messages stored for one turn, by index."""
+        check_ref(ref)
+        validate_turn_id(turn_id)
+        return await self._turn_messages(ref, turn_id)
 
     @abc.abstractmethod
+    async def _turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]: ...
+
     async def messages(
         self,
         ref: SessionRef,
@@ -161,26 +193,50 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
         """Messages with ``from_seq <= seq <= to_seq`` in ascending seq order, at most
         ``limit`` of them (the first ones). Retracted messages are left out unless
         ``include_retracted`` (inspection and audit)."""
+        check_message_range(ref, from_seq, to_seq, limit)
+        check_flag(include_retracted, "include_retracted")
+        return await self._messages(ref, from_seq, to_seq, limit, include_retracted)
+
+    @abc.abstractmethod
+    async def _messages(
+        self,
+        ref: SessionRef,
+        from_seq: int | None,
+        to_seq: int | None,
+        limit: int | None,
+        include_retracted: bool,
+    ) -> list[StoredMessage]: ...
 
     async def tokens_before(self, ref: SessionRef, seq: int) -> int | None:
         """The log's running token total just before its first message at or after ``seq``
         that is not retracted, or None when there is none: what the tokens of a window
         starting at ``seq`` are counted from (the session's ``token_total`` minus this)."""
-        first = await self.messages(ref, from_seq=check_int(seq, "seq"), limit=1)
+        check_ref(ref)
+        return await self._tokens_before(ref, check_int(seq, "seq"))
+
+    async def _tokens_before(self, ref: SessionRef, seq: int) -> int | None:
+        first = await self._messages(ref, seq, None, 1, False)
         return first[0].cumulative_tokens - first[0].tokens if first else None
 
-    @abc.abstractmethod
     async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
         """Take back the newest message that is not retracted yet and return it (None when
         there is none). Nothing is deleted, and the counters and running totals stay as they
         were: the row is marked, and ``messages``, ``tail`` and everything built on them (the
         context window, export) skip it from now on. Only ``clear`` (a reset) removes it."""
+        check_ref(ref)
+        return await self._retract_last(ref)
 
     @abc.abstractmethod
+    async def _retract_last(self, ref: SessionRef) -> StoredMessage | None: ...
+
     async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
         """The retracted messages' seqs, ascending, with the time each was retracted."""
+        check_ref(ref)
+        return await self._retracted(ref)
 
     @abc.abstractmethod
+    async def _retracted(self, ref: SessionRef) -> dict[int, datetime]: ...
+
     async def tail(
         self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
     ) -> list[StoredMessage]:
@@ -188,37 +244,86 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
         ``max_tokens`` and whose count fits ``max_messages``, ascending, retracted ones left
         out (their tokens still count against ``max_tokens``). Uses the stored
         cumulative token totals: one indexed query, no re-tokenisation, no full scan."""
+        check_ref(ref)
+        if max_tokens is not None:
+            check_token_budget(max_tokens)
+        if max_messages is not None:
+            check_page_limit(max_messages, "max_messages")
+        return await self._tail(ref, max_tokens, max_messages)
 
     @abc.abstractmethod
-    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None: ...
+    async def _tail(
+        self, ref: SessionRef, max_tokens: int | None, max_messages: int | None
+    ) -> list[StoredMessage]: ...
+
+    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
+        check_ref(ref)
+        if text is not None:
+            validate_text(text, "system prompt", allow_empty=False)
+        await self._set_system_prompt(ref, text)
 
     @abc.abstractmethod
-    async def add_hint(self, ref: SessionRef, text: str) -> Hint: ...
+    async def _set_system_prompt(self, ref: SessionRef, text: str | None) -> None: ...
+
+    async def add_hint(self, ref: SessionRef, text: str) -> Hint:
+        check_ref(ref)
+        validate_text(text, "hint", allow_empty=False)
+        return await self._add_hint(ref, text)
 
     @abc.abstractmethod
-    async def hints(self, ref: SessionRef) -> list[Hint]: ...
+    async def _add_hint(self, ref: SessionRef, text: str) -> Hint: ...
+
+    async def hints(self, ref: SessionRef) -> list[Hint]:
+        check_ref(ref)
+        return await self._hints(ref)
 
     @abc.abstractmethod
-    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool: ...
+    async def _hints(self, ref: SessionRef) -> list[Hint]: ...
+
+    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
+        check_ref(ref)
+        check_int(hint_id, "hint_id")
+        return await self._remove_hint(ref, hint_id)
 
     @abc.abstractmethod
-    async def summary(self, ref: SessionRef) -> Summary | None: ...
+    async def _remove_hint(self, ref: SessionRef, hint_id: int) -> bool: ...
+
+    async def summary(self, ref: SessionRef) -> Summary | None:
+        check_ref(ref)
+        return await self._summary(ref)
 
     @abc.abstractmethod
+    async def _summary(self, ref: SessionRef) -> Summary | None: ...
+
     async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
         """Store the running summary covering the log up to ``through_seq`` (tokens counted)."""
+        check_ref(ref)
+        validate_text(text, "summary", allow_empty=False)
+        check_int(through_seq, "through_seq")
+        return await self._set_summary(ref, text, through_seq)
 
     @abc.abstractmethod
+    async def _set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary: ...
+
     async def set_window_start(self, ref: SessionRef, seq: int) -> None:
         """Move the window start (compaction). It may only move forward and not past
         ``last_seq + 1``; an invalid value raises InvalidLimitError."""
+        check_ref(ref)
+        check_int(seq, "seq", minimum=1)
+        await self._set_window_start(ref, seq)
 
     @abc.abstractmethod
+    async def _set_window_start(self, ref: SessionRef, seq: int) -> None: ...
+
     async def clear(self, ref: SessionRef) -> int:
         """Delete the log, hints, summary and system prompt; counters return to zero and the
         next seq is 1 again. Returns the number of messages deleted."""
+        check_ref(ref)
+        return await self._clear(ref)
 
     @abc.abstractmethod
+    async def _clear(self, ref: SessionRef) -> int: ...
+
     async def restore(
         self,
         ref: SessionRef,
@@ -231,12 +336,29 @@ class ConversationStore(RecordsChanges, abc.ABC, changes=changes.CONVERSATION):
     ) -> None:
         """Write an exported log verbatim (seq, turn ids, tokens, timestamps) into an empty
         session: the import half of bundles. Raises AlreadyExistsError if the log is not empty."""
+        check_ref(ref)
+        log = checked_log(messages)
+        last_seq = log[-1].seq if log else 0
+        extras = checked_restore_extras(hints, summary, system_prompt, last_seq)
+        check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
+        await self._restore(ref, log, extras, window_start_seq)
+
+    @abc.abstractmethod
+    async def _restore(
+        self,
+        ref: SessionRef,
+        log: list[StoredMessage],
+        extras: RestoreExtras,
+        window_start_seq: int,
+    ) -> None: ...
 
 
 class KVStore(RecordsChanges, abc.ABC, changes=changes.KV):
-    """Buckets of keys -> bytes or JSON, with a revision per write."""
+    """Buckets of keys -> bytes or JSON, with a revision per write.
 
-    @abc.abstractmethod
+    Every method checks its arguments here, once for every backend; a backend implements the
+    ``_`` method beside it, which receives them checked."""
+
     async def put(
         self,
         scope: KVScope,
@@ -253,16 +375,35 @@ class KVStore(RecordsChanges, abc.ABC, changes=changes.KV):
         write conditional: the current revision must equal it (0 means "must not exist"),
         else RevisionConflictError and nothing is written. An expired key counts as absent.
         """
+        put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
+        return await self._put(scope, bucket, key, put, expected_revision)
 
     @abc.abstractmethod
-    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None: ...
+    async def _put(
+        self, scope: KVScope, bucket: str, key: str, put: KVPut, expected_revision: int | None
+    ) -> int:
+        """``put``: the value encoded in ``put``, with its TTL."""
+
+    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
+        check_kv_key(scope, bucket, key)
+        return await self._get(scope, bucket, key)
 
     @abc.abstractmethod
+    async def _get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None: ...
+
     async def delete(
         self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
-    ) -> bool: ...
+    ) -> bool:
+        check_kv_key(scope, bucket, key)
+        if expected_revision is not None:
+            check_int(expected_revision, "expected_revision")
+        return await self._delete(scope, bucket, key, expected_revision)
 
     @abc.abstractmethod
+    async def _delete(
+        self, scope: KVScope, bucket: str, key: str, expected_revision: int | None
+    ) -> bool: ...
+
     async def list_keys(
         self,
         scope: KVScope,
@@ -274,29 +415,67 @@ class KVStore(RecordsChanges, abc.ABC, changes=changes.KV):
     ) -> KeyPage:
         """Live keys starting with ``prefix`` in ascending order, ``limit`` per page (1..1000),
         continuing after key ``after``. The prefix is matched literally (no wildcards)."""
+        check_scope(scope)
+        validate_identifier(bucket, "bucket")
+        validate_prefix(prefix)
+        check_page_limit(limit)
+        if after is not None:
+            validate_key(after)
+        return await self._list_keys(scope, bucket, prefix, limit, after)
 
     @abc.abstractmethod
-    async def buckets(self, scope: KVScope) -> list[str]: ...
+    async def _list_keys(
+        self, scope: KVScope, bucket: str, prefix: str, limit: int, after: str | None
+    ) -> KeyPage: ...
+
+    async def buckets(self, scope: KVScope) -> builtins.list[str]:
+        check_scope(scope)
+        return await self._buckets(scope)
 
     @abc.abstractmethod
+    async def _buckets(self, scope: KVScope) -> builtins.list[str]: ...
+
     async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
         """Live keys of the scope in buckets starting with ``bucket_prefix``."""
+        check_scope(scope)
+        validate_prefix(bucket_prefix)
+        return await self._count(scope, bucket_prefix)
 
     @abc.abstractmethod
-    async def entries(self, scope: KVScope) -> list[KVEntry]:
+    async def _count(self, scope: KVScope, bucket_prefix: str) -> int: ...
+
+    async def entries(self, scope: KVScope) -> builtins.list[KVEntry]:
         """Every live entry of the scope (export)."""
+        check_scope(scope)
+        return await self._entries(scope)
 
     @abc.abstractmethod
+    async def _entries(self, scope: KVScope) -> builtins.list[KVEntry]: ...
+
     async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
-        """Write exported entries verbatim, revisions and timestamps included."""
+        """Write exported entries verbatim, revisions and timestamps included. A key given
+        twice keeps its last entry, like repeated puts."""
+        check_scope(scope)
+        await self._restore(scope, checked_kv_entries(entries))
 
     @abc.abstractmethod
+    async def _restore(self, scope: KVScope, entries: builtins.list[RestoredKV]) -> None: ...
+
     async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
         """Delete the scope's keys in buckets starting with ``bucket_prefix``; returns count."""
+        check_scope(scope)
+        validate_prefix(bucket_prefix)
+        return await self._clear(scope, bucket_prefix)
 
     @abc.abstractmethod
+    async def _clear(self, scope: KVScope, bucket_prefix: str) -> int: ...
+
     async def sweep_expired(self, now: datetime) -> int:
         """Delete keys whose TTL has passed, in every scope; returns how many."""
+        return await self._sweep_expired(check_aware(now, "now"))
+
+    @abc.abstractmethod
+    async def _sweep_expired(self, now: datetime) -> int: ...
 
 
 class TurnRecordStore(RecordsChanges, abc.ABC, changes=changes.TURNS):
@@ -332,18 +511,28 @@ class TurnRecordStore(RecordsChanges, abc.ABC, changes=changes.TURNS):
 
 class ScopedStateStore(RecordsChanges, abc.ABC, changes=changes.STATE):
     """Scoped state: one JSON document per (namespace, task_id, agent_id), at most
-    MAX_STATE_BYTES (16 MiB)."""
+    MAX_STATE_BYTES (16 MiB). Arguments are checked here; a backend implements the ``_``
+    methods."""
 
-    @abc.abstractmethod
     async def create(
         self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
     ) -> ScopedState:
         """Create version 1; AlreadyExistsError if the scope has a document."""
+        check_state_scope(namespace, task_id, agent_id)
+        return await self._create(namespace, task_id, agent_id, encode_state(state))
 
     @abc.abstractmethod
-    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None: ...
+    async def _create(
+        self, namespace: str, task_id: str, agent_id: str, document: str
+    ) -> ScopedState: ...
+
+    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
+        check_state_scope(namespace, task_id, agent_id)
+        return await self._get(namespace, task_id, agent_id)
 
     @abc.abstractmethod
+    async def _get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None: ...
+
     async def update(
         self,
         namespace: str,
@@ -355,50 +544,125 @@ class ScopedStateStore(RecordsChanges, abc.ABC, changes=changes.STATE):
     ) -> ScopedState:
         """Replace the document (version + 1). NotFoundError if absent; VersionConflictError
         when ``expected_version`` is given and stale; StateTooLargeError over MAX_STATE_BYTES."""
+        check_state_scope(namespace, task_id, agent_id)
+        document = encode_state(state)
+        if expected_version is not None:
+            check_int(expected_version, "expected_version", minimum=1)
+        return await self._update(namespace, task_id, agent_id, document, expected_version)
 
     @abc.abstractmethod
-    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool: ...
+    async def _update(
+        self,
+        namespace: str,
+        task_id: str,
+        agent_id: str,
+        document: str,
+        expected_version: int | None,
+    ) -> ScopedState: ...
+
+    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
+        check_state_scope(namespace, task_id, agent_id)
+        return await self._delete(namespace, task_id, agent_id)
 
     @abc.abstractmethod
-    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]: ...
+    async def _delete(self, namespace: str, task_id: str, agent_id: str) -> bool: ...
+
+    async def list(
+        self, namespace: str, *, task_id: str | None = None
+    ) -> builtins.list[ScopedState]:
+        validate_identifier(namespace, "namespace")
+        if task_id is not None:
+            validate_identifier(task_id, "task_id")
+        return await self._list(namespace, task_id)
 
     @abc.abstractmethod
-    async def restore(self, states: Sequence[ScopedState]) -> None: ...
+    async def _list(self, namespace: str, task_id: str | None) -> builtins.list[ScopedState]: ...
+
+    async def restore(self, states: Sequence[ScopedState]) -> None:
+        """Write exported documents verbatim; a scope given twice keeps its last document."""
+        await self._restore(checked_states(states))
+
+    @abc.abstractmethod
+    async def _restore(self, states: builtins.list[RestoredState]) -> None: ...
 
 
 class FlowStore(RecordsChanges, abc.ABC, changes=changes.FLOW):
-    """Flow checkpoints with full history (time travel and fork)."""
+    """Flow checkpoints with full history (time travel and fork). Arguments are checked
+    here; a backend implements the ``_`` methods."""
 
-    @abc.abstractmethod
     async def save(
         self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
     ) -> FlowCheckpoint:
         """Append a checkpoint; its version is the flow's previous version + 1 (first is 1).
         ``conversation_seq`` records the session's last seq at this moment."""
+        document = checked_flow_save(ref, flow_id, step, data)
+        return await self._save(ref, flow_id, step, document)
 
     @abc.abstractmethod
-    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None: ...
+    async def _save(
+        self, ref: SessionRef, flow_id: str, step: str, document: str
+    ) -> FlowCheckpoint:
+        """``save``, with the data as the JSON document to store."""
+
+    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None:
+        check_ref(ref)
+        validate_identifier(flow_id, "flow_id")
+        return await self._latest(ref, flow_id)
 
     @abc.abstractmethod
+    async def _latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None: ...
+
     async def load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
         """A given version; NotFoundError if it does not exist."""
+        check_ref(ref)
+        validate_identifier(flow_id, "flow_id")
+        check_int(version, "version", minimum=1)
+        return await self._load(ref, flow_id, version)
 
     @abc.abstractmethod
-    async def history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
+    async def _load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint: ...
+
+    async def history(self, ref: SessionRef, flow_id: str) -> builtins.list[FlowCheckpoint]:
         """All versions, oldest first."""
+        check_ref(ref)
+        validate_identifier(flow_id, "flow_id")
+        return await self._history(ref, flow_id)
 
     @abc.abstractmethod
-    async def flows(self, ref: SessionRef) -> list[str]: ...
+    async def _history(self, ref: SessionRef, flow_id: str) -> builtins.list[FlowCheckpoint]: ...
+
+    async def flows(self, ref: SessionRef) -> builtins.list[str]:
+        check_ref(ref)
+        return await self._flows(ref)
 
     @abc.abstractmethod
+    async def _flows(self, ref: SessionRef) -> builtins.list[str]: ...
+
     async def count(self, ref: SessionRef) -> int:
         """Checkpoints stored for the session, all flows."""
+        check_ref(ref)
+        return await self._count(ref)
 
     @abc.abstractmethod
-    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None: ...
+    async def _count(self, ref: SessionRef) -> int: ...
+
+    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None:
+        """Write exported checkpoints verbatim; AlreadyExistsError if a version exists."""
+        check_ref(ref)
+        await self._restore(ref, checked_flow_checkpoints(checkpoints))
 
     @abc.abstractmethod
-    async def clear(self, ref: SessionRef) -> int: ...
+    async def _restore(
+        self, ref: SessionRef, checkpoints: builtins.list[tuple[FlowCheckpoint, str]]
+    ) -> None:
+        """``restore``: each checkpoint with its data as the JSON document to store."""
+
+    async def clear(self, ref: SessionRef) -> int:
+        check_ref(ref)
+        return await self._clear(ref)
+
+    @abc.abstractmethod
+    async def _clear(self, ref: SessionRef) -> int: ...
 
 
 class OrchestrationStore(RecordsChanges, abc.ABC, changes=changes.ORCHESTRATION):

@@ -40,10 +40,13 @@ from statecore.core._limits import (
     MAX_TURN_MESSAGES,
 )
 from statecore.core._models import (
+    FlowCheckpoint,
     Hint,
+    KVEntry,
     KVScope,
     Message,
     OrchestrationUpdate,
+    ScopedState,
     SessionRef,
     StoredMessage,
     Summary,
@@ -271,6 +274,110 @@ def checked_kv_put(
     if ttl_seconds is not None:
         ttl_seconds = check_ttl_seconds(ttl_seconds, integral=False)
     return KVPut(kind, payload, ttl_seconds)
+
+
+@dataclass(frozen=True)
+class RestoredKV:
+    """An exported KV entry, checked and encoded as ``kv.restore`` writes it."""
+
+    bucket: str
+    key: str
+    kind: str
+    payload: bytes | str
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+def checked_kv_entries(entries: Any) -> list[RestoredKV]:
+    """Arguments of ``kv.restore``: each entry validated afresh, its value encoded and of the
+    kind it says, its times timezone-aware."""
+    checked: list[RestoredKV] = []
+    for item in entries:
+        entry = revalidate(KVEntry, item, "KV entry")
+        validate_identifier(entry.bucket, "bucket")
+        validate_key(entry.key)
+        kind, payload = encode_kv_value(entry.value)
+        if kind != entry.kind:
+            raise InvalidInputError(
+                f"KV entry {entry.bucket}/{entry.key} says kind {entry.kind!r} but its "
+                "value is not of that kind"
+            )
+        expires = entry.expires_at
+        checked.append(
+            RestoredKV(
+                bucket=entry.bucket,
+                key=entry.key,
+                kind=kind,
+                payload=payload,
+                revision=entry.revision,
+                created_at=check_aware(entry.created_at, "created_at"),
+                updated_at=check_aware(entry.updated_at, "updated_at"),
+                expires_at=None if expires is None else check_aware(expires, "expires_at"),
+            )
+        )
+    return checked
+
+
+def checked_flow_checkpoints(checkpoints: Any) -> list[tuple[FlowCheckpoint, str]]:
+    """Arguments of ``flow.restore``: each checkpoint validated afresh, with its data as the
+    JSON document stored; a (flow, version) given twice is refused."""
+    checked: list[tuple[FlowCheckpoint, str]] = []
+    seen: set[tuple[str, int]] = set()
+    for item in checkpoints:
+        cp = revalidate(FlowCheckpoint, item, "flow checkpoint")
+        validate_identifier(cp.flow_id, "flow_id")
+        validate_identifier(cp.step, "step")
+        document = encode_state(cp.data, "flow data")
+        if (cp.flow_id, cp.version) in seen:
+            raise InvalidInputError(f"flow {cp.flow_id} version {cp.version} appears twice")
+        seen.add((cp.flow_id, cp.version))
+        cp = cp.model_copy(update={"created_at": check_aware(cp.created_at, "created_at")})
+        checked.append((cp, document))
+    return checked
+
+
+def check_state_scope(namespace: Any, task_id: Any, agent_id: Any) -> None:
+    """The (namespace, task_id, agent_id) of a scoped-state document."""
+    validate_identifier(namespace, "namespace")
+    validate_identifier(task_id, "task_id")
+    validate_identifier(agent_id, "agent_id")
+
+
+@dataclass(frozen=True)
+class RestoredState:
+    """An exported scoped-state document, checked and encoded as ``state.restore`` writes
+    it."""
+
+    namespace: str
+    task_id: str
+    agent_id: str
+    document: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def checked_states(states: Any) -> list[RestoredState]:
+    """Arguments of ``state.restore``: each document validated afresh and encoded, its times
+    timezone-aware."""
+    checked: list[RestoredState] = []
+    for item in states:
+        state = revalidate(ScopedState, item, "scoped state")
+        check_state_scope(state.namespace, state.task_id, state.agent_id)
+        checked.append(
+            RestoredState(
+                namespace=state.namespace,
+                task_id=state.task_id,
+                agent_id=state.agent_id,
+                document=encode_state(state.state),
+                version=state.version,
+                created_at=check_aware(state.created_at, "created_at"),
+                updated_at=check_aware(state.updated_at, "updated_at"),
+            )
+        )
+    return checked
 
 
 def check_message_range(ref: Any, from_seq: Any, to_seq: Any, limit: Any) -> None:

@@ -13,7 +13,7 @@ from statecore import AgentSessionClient, StatecorePlugin
 from statecore.store._migrate import upgrade_database
 from statecore.temporal._devserver import DevServer
 from tests.dbs import fresh_database
-from tests.turn_checks import count_checks
+from tests.turn_checks import count_checks, files_entered
 
 pytestmark = pytest.mark.temporal
 
@@ -28,6 +28,9 @@ pytestmark = pytest.mark.temporal
 #:   checked on the bytes that are sent; the validator measures the payload it received)
 #:   and the model call's input.
 BUDGET = {"text validated": 3, "turn_id checked": 3, "JSON encodings": 2}
+#: statecore files whose code one such turn runs, client to SQL (47 when the path was first
+#: traced; docs/architecture.md, "The path of one turn", names the steps).
+MOST_FILES_ENTERED = 46
 
 
 async def test_a_chat_turn_checks_its_data_at_the_edges_only(dev_server: DevServer) -> None:
@@ -48,3 +51,19 @@ async def test_a_chat_turn_checks_its_data_at_the_edges_only(dev_server: DevServ
     for place, n in sorted(counts.places.items()):  # type: ignore[attr-defined]
         print(n, place)
     assert all(counts[what] <= most for what, most in BUDGET.items()), dict(counts)
+
+
+async def test_a_chat_turn_enters_few_files(dev_server: DevServer) -> None:
+    queue = f"files-{uuid.uuid4().hex[:8]}"
+    async with fresh_database("sqlite", "files") as url:
+        await upgrade_database(url)
+        client = await Client.connect(dev_server.address, plugins=[StatecorePlugin(url)])
+        runner = UnsandboxedWorkflowRunner()  # the workflow's code runs on this thread too
+        async with Worker(client, task_queue=queue, workflow_runner=runner):
+            sessions = AgentSessionClient(client, task_queue=queue)
+            await sessions.send("agent", "s1", "warm the session up")
+            with files_entered() as files:
+                result = await sessions.send("agent", "s1", "one more line")
+            assert result.turn == 2
+    print(len(files), "files:", *sorted(files), sep="\n")
+    assert len(files) <= MOST_FILES_ENTERED, sorted(files)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from datetime import datetime
 
 from statecore.core._errors import AlreadyExistsError, InvalidLimitError
@@ -12,22 +11,10 @@ from statecore.core._models import (
     SessionRef,
     StoredMessage,
     Summary,
-    validate_text,
-    validate_turn_id,
 )
 from statecore.core._models import Message as NewMessage
 from statecore.store._base import ConversationStore
-from statecore.store._inputs import (
-    check_aware,
-    check_flag,
-    check_int,
-    check_message_range,
-    check_page_limit,
-    check_ref,
-    check_token_budget,
-    checked_log,
-    checked_restore_extras,
-)
+from statecore.store._inputs import RestoreExtras, check_aware
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import SessionPartition
 
@@ -76,26 +63,21 @@ class MemoryConversationStore(ConversationStore):
         part.info = info
         return stored
 
-    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
-        check_ref(ref)
-        validate_turn_id(turn_id)
+    async def _turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
         part = self._ctx.session(ref)
         found = sorted(
             (index, pos) for (turn, index), pos in part.by_turn.items() if turn == turn_id
         )
         return [_out(part.messages[pos]) for _, pos in found]
 
-    async def messages(
+    async def _messages(
         self,
         ref: SessionRef,
-        *,
-        from_seq: int | None = None,
-        to_seq: int | None = None,
-        limit: int | None = None,
-        include_retracted: bool = False,
+        from_seq: int | None,
+        to_seq: int | None,
+        limit: int | None,
+        include_retracted: bool,
     ) -> list[StoredMessage]:
-        check_message_range(ref, from_seq, to_seq, limit)
-        check_flag(include_retracted, "include_retracted")
         part = self._ctx.session(ref)
         log = part.messages
         start = 0 if from_seq is None else bisect.bisect_left(log, from_seq, key=lambda m: m.seq)
@@ -105,8 +87,7 @@ class MemoryConversationStore(ConversationStore):
             picked = picked[:limit]
         return [_out(m) for m in picked]
 
-    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
-        check_ref(ref)
+    async def _retract_last(self, ref: SessionRef) -> StoredMessage | None:
         part = self._ctx.session(ref)
         newest = next((m for m in reversed(part.messages) if m.seq not in part.retracted), None)
         if newest is None:
@@ -117,18 +98,12 @@ class MemoryConversationStore(ConversationStore):
         part.info = part.info.model_copy(update={"last_accessed": self._ctx.now})
         return _out(newest)
 
-    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
-        check_ref(ref)
+    async def _retracted(self, ref: SessionRef) -> dict[int, datetime]:
         return dict(sorted(self._ctx.session(ref).retracted.items()))
 
-    async def tail(
-        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    async def _tail(
+        self, ref: SessionRef, max_tokens: int | None, max_messages: int | None
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        if max_tokens is not None:
-            check_token_budget(max_tokens)
-        if max_messages is not None:
-            check_page_limit(max_messages, "max_messages")
         part = self._ctx.session(ref)
         log, window_start = part.messages, part.info.window_start_seq
         if not log:
@@ -151,43 +126,31 @@ class MemoryConversationStore(ConversationStore):
             picked.append(message)
         return [_out(m) for m in reversed(picked)]
 
-    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
-        check_ref(ref)
-        if text is not None:
-            validate_text(text, "system prompt", allow_empty=False)
+    async def _set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
         part = self._ctx.session_for_write(ref)
         part.info = part.info.model_copy(update={"system_prompt": text})
 
-    async def add_hint(self, ref: SessionRef, text: str) -> Hint:
-        check_ref(ref)
-        validate_text(text, "hint", allow_empty=False)
+    async def _add_hint(self, ref: SessionRef, text: str) -> Hint:
         part = self._ctx.session_for_write(ref)
         hint = Hint(id=self._ctx.ws.next_hint_id(), text=text, created_at=self._ctx.now)
         part.hints.append(hint)
         return hint.model_copy()
 
-    async def hints(self, ref: SessionRef) -> list[Hint]:
-        check_ref(ref)
+    async def _hints(self, ref: SessionRef) -> list[Hint]:
         return [h.model_copy() for h in self._ctx.session(ref).hints]
 
-    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
-        check_ref(ref)
-        check_int(hint_id, "hint_id")
+    async def _remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
         if not any(h.id == hint_id for h in self._ctx.session(ref).hints):
             return False
         part = self._ctx.session_for_write(ref)
         part.hints = [h for h in part.hints if h.id != hint_id]
         return True
 
-    async def summary(self, ref: SessionRef) -> Summary | None:
-        check_ref(ref)
+    async def _summary(self, ref: SessionRef) -> Summary | None:
         summary = self._ctx.session(ref).summary
         return None if summary is None else summary.model_copy()
 
-    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
-        check_ref(ref)
-        validate_text(text, "summary", allow_empty=False)
-        check_int(through_seq, "through_seq")
+    async def _set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
         part = self._ctx.session(ref)
         if through_seq > part.info.last_seq:
             raise InvalidLimitError(
@@ -202,9 +165,7 @@ class MemoryConversationStore(ConversationStore):
         )
         return part.summary.model_copy()
 
-    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
-        check_ref(ref)
-        check_int(seq, "seq", minimum=1)
+    async def _set_window_start(self, ref: SessionRef, seq: int) -> None:
         info = self._ctx.session(ref).info
         if not info.window_start_seq <= seq <= info.last_seq + 1:
             raise InvalidLimitError(
@@ -216,8 +177,7 @@ class MemoryConversationStore(ConversationStore):
         part = self._ctx.session_for_write(ref)
         part.info = part.info.model_copy(update={"window_start_seq": seq})
 
-    async def clear(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _clear(self, ref: SessionRef) -> int:
         part = self._ctx.session_for_write(ref)
         removed = len(part.messages)
         part.messages, part.by_turn, part.hints, part.summary = [], {}, [], None
@@ -233,21 +193,14 @@ class MemoryConversationStore(ConversationStore):
         )
         return removed
 
-    async def restore(
+    async def _restore(
         self,
         ref: SessionRef,
-        messages: Sequence[StoredMessage],
-        *,
-        hints: Sequence[Hint] = (),
-        summary: Summary | None = None,
-        system_prompt: str | None = None,
-        window_start_seq: int = 1,
+        log: list[StoredMessage],
+        extras: RestoreExtras,
+        window_start_seq: int,
     ) -> None:
-        check_ref(ref)
-        log = checked_log(messages)
         last_seq = log[-1].seq if log else 0
-        extras = checked_restore_extras(hints, summary, system_prompt, last_seq)
-        check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
         part = self._ctx.session(ref)
         if part.messages:
             raise AlreadyExistsError(

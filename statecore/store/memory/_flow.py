@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from statecore.core._errors import AlreadyExistsError, InvalidInputError, NotFoundError
-from statecore.core._models import FlowCheckpoint, SessionRef, validate_identifier
+from statecore.core._errors import AlreadyExistsError, NotFoundError
+from statecore.core._models import FlowCheckpoint, SessionRef
 from statecore.store._base import FlowStore
 from statecore.store._inputs import (
-    check_aware,
-    check_int,
-    check_ref,
-    checked_flow_save,
     decode_json,
-    encode_state,
-    revalidate,
 )
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import FlowRow
@@ -30,10 +21,9 @@ class MemoryFlowStore(FlowStore):
     def __init__(self, ctx: TxContext) -> None:
         self._ctx = ctx
 
-    async def save(
-        self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
+    async def _save(
+        self, ref: SessionRef, flow_id: str, step: str, document: str
     ) -> FlowCheckpoint:
-        document = checked_flow_save(ref, flow_id, step, data)
         part = self._ctx.session_for_write(ref)
         history = part.flows.setdefault(flow_id, [])
         checkpoint = FlowCheckpoint(
@@ -48,16 +38,11 @@ class MemoryFlowStore(FlowStore):
         history.append(row)
         return _out(row)
 
-    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
+    async def _latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None:
         history = self._ctx.session(ref).flows.get(flow_id)
         return _out(history[-1]) if history else None
 
-    async def load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
-        check_int(version, "version", minimum=1)
+    async def _load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
         for row in self._ctx.session(ref).flows.get(flow_id, []):
             if row.checkpoint.version == version:
                 return _out(row)
@@ -67,33 +52,19 @@ class MemoryFlowStore(FlowStore):
             version=version,
         )
 
-    async def history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
+    async def _history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
         return [_out(row) for row in self._ctx.session(ref).flows.get(flow_id, [])]
 
-    async def flows(self, ref: SessionRef) -> list[str]:
-        check_ref(ref)
+    async def _flows(self, ref: SessionRef) -> list[str]:
         return sorted(fid for fid, rows in self._ctx.session(ref).flows.items() if rows)
 
-    async def count(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _count(self, ref: SessionRef) -> int:
         return sum(len(rows) for rows in self._ctx.session(ref).flows.values())
 
-    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None:
-        check_ref(ref)
-        incoming: list[FlowRow] = []
-        seen: set[tuple[str, int]] = set()
-        for item in checkpoints:
-            cp = revalidate(FlowCheckpoint, item, "flow checkpoint")
-            validate_identifier(cp.flow_id, "flow_id")
-            validate_identifier(cp.step, "step")
-            document = encode_state(cp.data, "flow data")
-            if (cp.flow_id, cp.version) in seen:
-                raise InvalidInputError(f"flow {cp.flow_id} version {cp.version} appears twice")
-            seen.add((cp.flow_id, cp.version))
-            cp = cp.model_copy(update={"created_at": check_aware(cp.created_at, "created_at")})
-            incoming.append(FlowRow(checkpoint=cp, document=document))
+    async def _restore(
+        self, ref: SessionRef, checkpoints: list[tuple[FlowCheckpoint, str]]
+    ) -> None:
+        incoming = [FlowRow(checkpoint=cp, document=document) for cp, document in checkpoints]
         flows = self._ctx.session(ref).flows
         for row in incoming:
             cp = row.checkpoint
@@ -109,8 +80,7 @@ class MemoryFlowStore(FlowStore):
         for rows in part.flows.values():
             rows.sort(key=lambda r: r.checkpoint.version)
 
-    async def clear(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _clear(self, ref: SessionRef) -> int:
         if not self._ctx.session(ref).flows:
             return 0
         part = self._ctx.session_for_write(ref)

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
-from statecore.core._errors import InvalidInputError, RevisionConflictError
+from statecore.core._errors import RevisionConflictError
 from statecore.core._models import (
     KeyPage,
     KVEntry,
     KVScope,
-    validate_identifier,
-    validate_key,
-    validate_prefix,
 )
 from statecore.store._base import KVStore
-from statecore.store._inputs import (
-    check_aware,
-    check_int,
-    check_kv_key,
-    check_page_limit,
-    check_scope,
-    checked_kv_put,
-    decode_json,
-    encode_kv_value,
-    revalidate,
-)
+from statecore.store._inputs import KVPut, RestoredKV, decode_json
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import KVRow, ScopeKey
 
@@ -71,17 +56,9 @@ class MemoryKVStore(KVStore):
         if not rows:
             self._ctx.ws.kv.delete(_scope_key(scope))
 
-    async def put(
-        self,
-        scope: KVScope,
-        bucket: str,
-        key: str,
-        value: Any,
-        *,
-        expected_revision: int | None = None,
-        ttl_seconds: float | None = None,
+    async def _put(
+        self, scope: KVScope, bucket: str, key: str, put: KVPut, expected_revision: int | None
     ) -> int:
-        put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
         kind, payload, ttl_seconds = put.kind, put.payload, put.ttl_seconds
         now = self._ctx.now
         current = self._live(scope).get((bucket, key))
@@ -104,17 +81,13 @@ class MemoryKVStore(KVStore):
         )
         return current_revision + 1
 
-    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
-        check_kv_key(scope, bucket, key)
+    async def _get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
         row = self._live(scope).get((bucket, key))
         return None if row is None else _entry(bucket, key, row)
 
-    async def delete(
-        self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
+    async def _delete(
+        self, scope: KVScope, bucket: str, key: str, expected_revision: int | None
     ) -> bool:
-        check_kv_key(scope, bucket, key)
-        if expected_revision is not None:
-            check_int(expected_revision, "expected_revision")
         current = self._live(scope).get((bucket, key))
         current_revision = current.revision if current else 0
         if expected_revision is not None and expected_revision != current_revision:
@@ -131,21 +104,9 @@ class MemoryKVStore(KVStore):
         self._drop_if_empty(scope, rows)
         return True
 
-    async def list_keys(
-        self,
-        scope: KVScope,
-        bucket: str,
-        prefix: str = "",
-        *,
-        limit: int = 100,
-        after: str | None = None,
+    async def _list_keys(
+        self, scope: KVScope, bucket: str, prefix: str, limit: int, after: str | None
     ) -> KeyPage:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_prefix(prefix)
-        check_page_limit(limit)
-        if after is not None:
-            validate_key(after)
         keys = sorted(
             k
             for (b, k) in self._live(scope)
@@ -154,55 +115,31 @@ class MemoryKVStore(KVStore):
         page = keys[:limit]
         return KeyPage(keys=page, next_after=page[-1] if len(keys) > limit else None)
 
-    async def buckets(self, scope: KVScope) -> list[str]:
-        check_scope(scope)
+    async def _buckets(self, scope: KVScope) -> list[str]:
         return sorted({b for (b, _) in self._live(scope)})
 
-    async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
-        check_scope(scope)
-        validate_prefix(bucket_prefix)
+    async def _count(self, scope: KVScope, bucket_prefix: str) -> int:
         return sum(1 for (b, _) in self._live(scope) if b.startswith(bucket_prefix))
 
-    async def entries(self, scope: KVScope) -> list[KVEntry]:
-        check_scope(scope)
+    async def _entries(self, scope: KVScope) -> list[KVEntry]:
         live = self._live(scope)
         return [_entry(b, k, live[(b, k)]) for (b, k) in sorted(live)]
 
-    async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
-        check_scope(scope)
-        rows_in: list[tuple[tuple[str, str], KVRow]] = []
-        for item in entries:
-            entry = revalidate(KVEntry, item, "KV entry")
-            validate_identifier(entry.bucket, "bucket")
-            validate_key(entry.key)
-            kind, payload = encode_kv_value(entry.value)
-            if kind != entry.kind:
-                raise InvalidInputError(
-                    f"KV entry {entry.bucket}/{entry.key} says kind {entry.kind!r} but its "
-                    "value is not of that kind"
-                )
-            expires = entry.expires_at
-            rows_in.append(
-                (
-                    (entry.bucket, entry.key),
-                    KVRow(
-                        kind=kind,
-                        payload=payload,
-                        revision=entry.revision,
-                        created_at=check_aware(entry.created_at, "created_at"),
-                        updated_at=check_aware(entry.updated_at, "updated_at"),
-                        expires_at=None if expires is None else check_aware(expires, "expires_at"),
-                    ),
-                )
-            )
-        if not rows_in:
+    async def _restore(self, scope: KVScope, entries: list[RestoredKV]) -> None:
+        if not entries:
             return
         rows = self._writable(scope)
-        rows.update(rows_in)
+        for entry in entries:
+            rows[(entry.bucket, entry.key)] = KVRow(
+                kind=entry.kind,
+                payload=entry.payload,
+                revision=entry.revision,
+                created_at=entry.created_at,
+                updated_at=entry.updated_at,
+                expires_at=entry.expires_at,
+            )
 
-    async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
-        check_scope(scope)
-        validate_prefix(bucket_prefix)
+    async def _clear(self, scope: KVScope, bucket_prefix: str) -> int:
         if self._ctx.ws.kv.get(_scope_key(scope)) is None:
             return 0
         rows = self._writable(scope)
@@ -212,8 +149,7 @@ class MemoryKVStore(KVStore):
         self._drop_if_empty(scope, rows)
         return len(doomed)
 
-    async def sweep_expired(self, now: datetime) -> int:
-        now = check_aware(now, "now")
+    async def _sweep_expired(self, now: datetime) -> int:
         ws = self._ctx.ws
         stale_scopes = [
             key for key, rows in ws.kv.items() if any(not r.live(now) for r in rows.values())

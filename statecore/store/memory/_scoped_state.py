@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from statecore.core._errors import AlreadyExistsError
-from statecore.core._models import ScopedState, validate_identifier
+from statecore.core._models import ScopedState
 from statecore.store._base import ScopedStateStore
 from statecore.store._inputs import (
-    check_aware,
-    check_int,
+    RestoredState,
     check_state_version,
     decode_json,
-    encode_state,
-    revalidate,
 )
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import StateKey, StateRow
-
-
-def _key(namespace: str, task_id: str, agent_id: str) -> StateKey:
-    validate_identifier(namespace, "namespace")
-    validate_identifier(task_id, "task_id")
-    validate_identifier(agent_id, "agent_id")
-    return (namespace, task_id, agent_id)
 
 
 def _out(key: StateKey, row: StateRow) -> ScopedState:
@@ -43,11 +30,10 @@ class MemoryScopedStateStore(ScopedStateStore):
     def __init__(self, ctx: TxContext) -> None:
         self._ctx = ctx
 
-    async def create(
-        self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
+    async def _create(
+        self, namespace: str, task_id: str, agent_id: str, document: str
     ) -> ScopedState:
-        key = _key(namespace, task_id, agent_id)
-        document = encode_state(state)
+        key = (namespace, task_id, agent_id)
         ws, now = self._ctx.ws, self._ctx.now
         if ws.states.get(key) is not None:
             raise AlreadyExistsError(
@@ -59,24 +45,20 @@ class MemoryScopedStateStore(ScopedStateStore):
         ws.states.put(key, row)
         return _out(key, row)
 
-    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
-        key = _key(namespace, task_id, agent_id)
+    async def _get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
+        key = (namespace, task_id, agent_id)
         row = self._ctx.ws.states.get(key)
         return None if row is None else _out(key, row)
 
-    async def update(
+    async def _update(
         self,
         namespace: str,
         task_id: str,
         agent_id: str,
-        state: dict[str, Any],
-        *,
-        expected_version: int | None = None,
+        document: str,
+        expected_version: int | None,
     ) -> ScopedState:
-        key = _key(namespace, task_id, agent_id)
-        document = encode_state(state)
-        if expected_version is not None:
-            check_int(expected_version, "expected_version", minimum=1)
+        key = (namespace, task_id, agent_id)
         ws = self._ctx.ws
         current = ws.states.get(key)
         current = check_state_version(current, expected_version, task_id, agent_id)
@@ -89,13 +71,10 @@ class MemoryScopedStateStore(ScopedStateStore):
         ws.states.put(key, row)
         return _out(key, row)
 
-    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
-        return self._ctx.ws.states.delete(_key(namespace, task_id, agent_id))
+    async def _delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
+        return self._ctx.ws.states.delete((namespace, task_id, agent_id))
 
-    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]:
-        validate_identifier(namespace, "namespace")
-        if task_id is not None:
-            validate_identifier(task_id, "task_id")
+    async def _list(self, namespace: str, task_id: str | None) -> list[ScopedState]:
         found = sorted(
             (key, row)
             for key, row in self._ctx.ws.states.items()
@@ -103,22 +82,19 @@ class MemoryScopedStateStore(ScopedStateStore):
         )
         return [_out(key, row) for key, row in found]
 
-    async def restore(self, states: Sequence[ScopedState]) -> None:
-        rows: list[tuple[StateKey, StateRow]] = []
-        for item in states:
-            state = revalidate(ScopedState, item, "scoped state")
-            key = _key(state.namespace, state.task_id, state.agent_id)
-            rows.append(
-                (
-                    key,
-                    StateRow(
-                        document=encode_state(state.state),
-                        version=state.version,
-                        created_at=check_aware(state.created_at, "created_at"),
-                        updated_at=check_aware(state.updated_at, "updated_at"),
-                    ),
-                )
+    async def _restore(self, states: list[RestoredState]) -> None:
+        rows = [
+            (
+                (state.namespace, state.task_id, state.agent_id),
+                StateRow(
+                    document=state.document,
+                    version=state.version,
+                    created_at=state.created_at,
+                    updated_at=state.updated_at,
+                ),
             )
+            for state in states
+        ]
         ws = self._ctx.ws
         for key, row in rows:
             ws.states.put(key, row)

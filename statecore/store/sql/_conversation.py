@@ -4,7 +4,6 @@ token window found with one indexed query."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,19 +11,10 @@ from sqlalchemy import CTE, Insert, Select, bindparam, delete, func, insert, sel
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from statecore.core._errors import AlreadyExistsError
-from statecore.core._models import Hint, SessionRef, StoredMessage, Summary, validate_turn_id
 from statecore.core._models import Message as NewMessage
+from statecore.core._models import SessionRef, StoredMessage
 from statecore.store._base import ConversationStore
-from statecore.store._inputs import (
-    check_flag,
-    check_int,
-    check_message_range,
-    check_page_limit,
-    check_ref,
-    check_token_budget,
-    checked_log,
-    checked_restore_extras,
-)
+from statecore.store._inputs import RestoreExtras
 from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._conversation_extras import ConversationExtras
@@ -105,9 +95,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         await ctx.append_to_log(session, new_rows, along, **counters)
         return result
 
-    async def turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
-        check_ref(ref)
-        validate_turn_id(turn_id)
+    async def _turn_messages(self, ref: SessionRef, turn_id: str) -> list[StoredMessage]:
         session = await self._ctx.session_row(ref)
         rows = await self._ctx.conn.execute(
             select(message_table)
@@ -116,17 +104,14 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         )
         return [stored_message(row) for row in rows]
 
-    async def messages(
+    async def _messages(
         self,
         ref: SessionRef,
-        *,
-        from_seq: int | None = None,
-        to_seq: int | None = None,
-        limit: int | None = None,
-        include_retracted: bool = False,
+        from_seq: int | None,
+        to_seq: int | None,
+        limit: int | None,
+        include_retracted: bool,
     ) -> list[StoredMessage]:
-        check_message_range(ref, from_seq, to_seq, limit)
-        check_flag(include_retracted, "include_retracted")
         session = await self._ctx.session_row(ref)
         statement = _message_range(
             include_retracted, from_seq is not None, to_seq is not None, limit is not None
@@ -134,25 +119,18 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         params = {"p_session_pk": session.id, "p_from": from_seq, "p_to": to_seq, "p_limit": limit}
         return [stored_message(row) for row in await self._ctx.execute(statement, params)]
 
-    async def tokens_before(self, ref: SessionRef, seq: int) -> int | None:
-        check_ref(ref)
-        check_int(seq, "seq")
+    async def _tokens_before(self, ref: SessionRef, seq: int) -> int | None:
         session = self._ctx.cached_session_row(ref)
         if session is not None:
             # An append in this transaction may have read it already (append_to_log).
             known, base = self._ctx.window_base(session.id, seq)
             if known:
                 return base
-        return await super().tokens_before(ref, seq)
+        return await super()._tokens_before(ref, seq)
 
-    async def tail(
-        self, ref: SessionRef, *, max_tokens: int | None = None, max_messages: int | None = None
+    async def _tail(
+        self, ref: SessionRef, max_tokens: int | None, max_messages: int | None
     ) -> list[StoredMessage]:
-        check_ref(ref)
-        if max_tokens is not None:
-            check_token_budget(max_tokens)
-        if max_messages is not None:
-            check_page_limit(max_messages, "max_messages")
         session = await self._ctx.session_row(ref)
         if session.last_seq == 0:
             return []
@@ -222,8 +200,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         cache.put(session.id, CachedWindow(first_seq, tuple(found)), key)
         return found
 
-    async def retract_last(self, ref: SessionRef) -> StoredMessage | None:
-        check_ref(ref)
+    async def _retract_last(self, ref: SessionRef) -> StoredMessage | None:
         session = await self._ctx.session_row(ref, lock=True)
         c = message_table.c
         newest = (
@@ -250,8 +227,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         )
         return stored_message(newest)
 
-    async def retracted(self, ref: SessionRef) -> dict[int, datetime]:
-        check_ref(ref)
+    async def _retracted(self, ref: SessionRef) -> dict[int, datetime]:
         session = await self._ctx.session_row(ref)
         c = message_table.c
         rows = await self._ctx.conn.execute(
@@ -261,8 +237,7 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         )
         return {row.seq: row.retracted_at for row in rows}
 
-    async def clear(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _clear(self, ref: SessionRef) -> int:
         conn = self._ctx.conn
         session = await self._ctx.session_row(ref, lock=True)
         removed = await conn.execute(
@@ -272,21 +247,14 @@ class SqlConversationStore(ConversationExtras, ConversationStore):
         await self._ctx.update_session(session, **_EMPTY_LOG)
         return removed.rowcount
 
-    async def restore(
+    async def _restore(
         self,
         ref: SessionRef,
-        messages: Sequence[StoredMessage],
-        *,
-        hints: Sequence[Hint] = (),
-        summary: Summary | None = None,
-        system_prompt: str | None = None,
-        window_start_seq: int = 1,
+        log: list[StoredMessage],
+        extras: RestoreExtras,
+        window_start_seq: int,
     ) -> None:
-        check_ref(ref)
-        log = checked_log(messages)
         last_seq = log[-1].seq if log else 0
-        extras = checked_restore_extras(hints, summary, system_prompt, last_seq)
-        check_int(window_start_seq, "window_start_seq", minimum=1, maximum=last_seq + 1)
         session = await self._ctx.session_row(ref, lock=True)
         if session.message_count:
             raise AlreadyExistsError(

@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import Select, bindparam, delete, insert, select
 
 from statecore.core._errors import InvalidLimitError
-from statecore.core._models import Hint, SessionRef, Summary, validate_text
-from statecore.store._inputs import RestoreExtras, check_aware, check_int, check_ref
+from statecore.core._models import Hint, SessionRef, Summary
+from statecore.store._inputs import RestoreExtras, check_aware
 from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import hints as hint_table
@@ -40,16 +40,11 @@ class ConversationExtras:
 
     _ctx: SqlContext
 
-    async def set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
-        check_ref(ref)
-        if text is not None:
-            validate_text(text, "system prompt", allow_empty=False)
+    async def _set_system_prompt(self, ref: SessionRef, text: str | None) -> None:
         session = await self._ctx.session_row(ref, lock=True)
         await self._ctx.update_session(session, system_prompt=text)
 
-    async def add_hint(self, ref: SessionRef, text: str) -> Hint:
-        check_ref(ref)
-        validate_text(text, "hint", allow_empty=False)
+    async def _add_hint(self, ref: SessionRef, text: str) -> Hint:
         session = await self._ctx.session_row(ref)
         now = self._ctx.now
         self._ctx.hints_added(session.id)
@@ -62,17 +57,14 @@ class ConversationExtras:
             raise RuntimeError("the database did not report the new hint's id")
         return Hint(id=key[0], text=text, created_at=now)
 
-    async def hints(self, ref: SessionRef) -> list[Hint]:
-        check_ref(ref)
+    async def _hints(self, ref: SessionRef) -> list[Hint]:
         session = await self._ctx.session_row(ref)
         if self._ctx.has_no_hints(session.id):
             return []  # the turn's first read saw none
         rows = await self._ctx.execute(_hints(), {"p_session_pk": session.id})
         return [Hint(id=r.id, text=r.text, created_at=r.created_at) for r in rows]
 
-    async def remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
-        check_ref(ref)
-        check_int(hint_id, "hint_id")
+    async def _remove_hint(self, ref: SessionRef, hint_id: int) -> bool:
         session = await self._ctx.session_row(ref)
         removed = await self._ctx.conn.execute(
             delete(hint_table).where(
@@ -81,14 +73,10 @@ class ConversationExtras:
         )
         return removed.rowcount > 0
 
-    async def summary(self, ref: SessionRef) -> Summary | None:
-        check_ref(ref)
+    async def _summary(self, ref: SessionRef) -> Summary | None:
         return _summary_of(await self._ctx.session_row(ref))
 
-    async def set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
-        check_ref(ref)
-        validate_text(text, "summary", allow_empty=False)
-        check_int(through_seq, "through_seq")
+    async def _set_summary(self, ref: SessionRef, text: str, through_seq: int) -> Summary:
         session = await self._ctx.session_row(ref, lock=True)
         if through_seq > session.last_seq:
             raise InvalidLimitError(
@@ -103,9 +91,7 @@ class ConversationExtras:
         await self._ctx.update_session(session, **_summary_columns(summary))
         return summary
 
-    async def set_window_start(self, ref: SessionRef, seq: int) -> None:
-        check_ref(ref)
-        check_int(seq, "seq", minimum=1)
+    async def _set_window_start(self, ref: SessionRef, seq: int) -> None:
         session = await self._ctx.session_row(ref, lock=True)
         if not session.window_start_seq <= seq <= session.last_seq + 1:
             raise InvalidLimitError(

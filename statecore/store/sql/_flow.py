@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, tuple_
 from sqlalchemy.engine import RowMapping
 
-from statecore.core._errors import AlreadyExistsError, InvalidInputError, NotFoundError
-from statecore.core._models import FlowCheckpoint, SessionRef, validate_identifier
+from statecore.core._errors import AlreadyExistsError, NotFoundError
+from statecore.core._models import FlowCheckpoint, SessionRef
 from statecore.store._base import FlowStore
 from statecore.store._inputs import (
-    check_aware,
-    check_int,
-    check_ref,
-    checked_flow_save,
     decode_json,
-    encode_state,
-    revalidate,
 )
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
@@ -42,10 +36,9 @@ class SqlFlowStore(FlowStore):
     def __init__(self, ctx: SqlContext) -> None:
         self._ctx = ctx
 
-    async def save(
-        self, ref: SessionRef, flow_id: str, step: str, data: dict[str, Any]
+    async def _save(
+        self, ref: SessionRef, flow_id: str, step: str, document: str
     ) -> FlowCheckpoint:
-        document = checked_flow_save(ref, flow_id, step, data)
         self._ctx.check_fits_statement(document, "flow data")
         # The session lock orders checkpoints with appends: conversation_seq is exact and
         # two saves of one flow cannot pick the same version.
@@ -65,9 +58,7 @@ class SqlFlowStore(FlowStore):
         await self._ctx.conn.execute(insert(flow_checkpoints).values(values))
         return _out(values)
 
-    async def latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
+    async def _latest(self, ref: SessionRef, flow_id: str) -> FlowCheckpoint | None:
         session = await self._ctx.session_row(ref)
         row = (
             await self._ctx.conn.execute(
@@ -79,10 +70,7 @@ class SqlFlowStore(FlowStore):
         ).first()
         return None if row is None else _out(row._mapping)
 
-    async def load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
-        check_int(version, "version", minimum=1)
+    async def _load(self, ref: SessionRef, flow_id: str, version: int) -> FlowCheckpoint:
         session = await self._ctx.session_row(ref)
         row = (
             await self._ctx.conn.execute(
@@ -99,9 +87,7 @@ class SqlFlowStore(FlowStore):
             )
         return _out(row._mapping)
 
-    async def history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
-        check_ref(ref)
-        validate_identifier(flow_id, "flow_id")
+    async def _history(self, ref: SessionRef, flow_id: str) -> list[FlowCheckpoint]:
         session = await self._ctx.session_row(ref)
         rows = await self._ctx.conn.execute(
             select(flow_checkpoints)
@@ -110,35 +96,26 @@ class SqlFlowStore(FlowStore):
         )
         return [_out(row._mapping) for row in rows]
 
-    async def flows(self, ref: SessionRef) -> list[str]:
-        check_ref(ref)
+    async def _flows(self, ref: SessionRef) -> list[str]:
         session = await self._ctx.session_row(ref)
         found = await self._ctx.conn.execute(
             select(c.flow_id).distinct().where(c.session_pk == session.id).order_by(c.flow_id)
         )
         return list(found.scalars())
 
-    async def count(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _count(self, ref: SessionRef) -> int:
         session = await self._ctx.session_row(ref)
         found = await self._ctx.conn.scalar(
             select(func.count()).select_from(flow_checkpoints).where(c.session_pk == session.id)
         )
         return int(found or 0)
 
-    async def restore(self, ref: SessionRef, checkpoints: Sequence[FlowCheckpoint]) -> None:
-        check_ref(ref)
+    async def _restore(
+        self, ref: SessionRef, checkpoints: list[tuple[FlowCheckpoint, str]]
+    ) -> None:
         incoming: list[dict[str, Any]] = []
-        seen: set[tuple[str, int]] = set()
-        for item in checkpoints:
-            cp = revalidate(FlowCheckpoint, item, "flow checkpoint")
-            validate_identifier(cp.flow_id, "flow_id")
-            validate_identifier(cp.step, "step")
-            document = encode_state(cp.data, "flow data")
+        for cp, document in checkpoints:
             self._ctx.check_fits_statement(document, "flow data")
-            if (cp.flow_id, cp.version) in seen:
-                raise InvalidInputError(f"flow {cp.flow_id} version {cp.version} appears twice")
-            seen.add((cp.flow_id, cp.version))
             incoming.append(
                 {
                     "flow_id": cp.flow_id,
@@ -146,9 +123,10 @@ class SqlFlowStore(FlowStore):
                     "step": cp.step,
                     "data": document,
                     "conversation_seq": cp.conversation_seq,
-                    "created_at": check_aware(cp.created_at, "created_at"),
+                    "created_at": cp.created_at,
                 }
             )
+        seen = {(row["flow_id"], row["version"]) for row in incoming}
         session = await self._ctx.session_row(ref, lock=True)
         if not incoming:
             return
@@ -168,8 +146,7 @@ class SqlFlowStore(FlowStore):
             insert(flow_checkpoints), [{"session_pk": session.id, **row} for row in incoming]
         )
 
-    async def clear(self, ref: SessionRef) -> int:
-        check_ref(ref)
+    async def _clear(self, ref: SessionRef) -> int:
         session = await self._ctx.session_row(ref, lock=True)
         removed = await self._ctx.conn.execute(
             delete(flow_checkpoints).where(c.session_pk == session.id)

@@ -7,7 +7,6 @@ every write treats it as absent, so expiry is exact without a sweeper running.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,26 +25,18 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from statecore.core._errors import ContentTooLargeError, InvalidInputError, RevisionConflictError
+from statecore.core._errors import ContentTooLargeError, RevisionConflictError
 from statecore.core._models import (
     KeyPage,
     KVEntry,
     KVScope,
-    validate_identifier,
-    validate_key,
-    validate_prefix,
 )
 from statecore.store._base import KVStore
 from statecore.store._inputs import (
-    check_aware,
-    check_int,
-    check_kv_key,
-    check_page_limit,
-    check_scope,
+    KVPut,
+    RestoredKV,
     checked_kv_put,
     decode_json,
-    encode_kv_value,
-    revalidate,
 )
 from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._batches import chunked
@@ -201,17 +192,9 @@ class SqlKVStore(KVStore):
         )
         return found or 0
 
-    async def put(
-        self,
-        scope: KVScope,
-        bucket: str,
-        key: str,
-        value: Any,
-        *,
-        expected_revision: int | None = None,
-        ttl_seconds: float | None = None,
+    async def _put(
+        self, scope: KVScope, bucket: str, key: str, put: KVPut, expected_revision: int | None
     ) -> int:
-        put = checked_kv_put(scope, bucket, key, value, expected_revision, ttl_seconds)
         await self._lock_owner(scope)
         columns = self._put_columns(put.kind, put.payload, put.ttl_seconds)
         if expected_revision is None:
@@ -331,8 +314,7 @@ class SqlKVStore(KVStore):
         found = await conn.execute(select(c.revision).where(self._the_key(scope, bucket, key)))
         return int(found.scalar_one())
 
-    async def get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
-        check_kv_key(scope, bucket, key)
+    async def _get(self, scope: KVScope, bucket: str, key: str) -> KVEntry | None:
         params = {
             "p_namespace": scope.namespace,
             "p_owner": scope.owner,
@@ -343,13 +325,10 @@ class SqlKVStore(KVStore):
         row = (await self._ctx.execute(_get_statement(), params)).first()
         return None if row is None else _entry(row)
 
-    async def delete(
-        self, scope: KVScope, bucket: str, key: str, *, expected_revision: int | None = None
+    async def _delete(
+        self, scope: KVScope, bucket: str, key: str, expected_revision: int | None
     ) -> bool:
-        check_kv_key(scope, bucket, key)
         statement = delete(kv_entries).where(self._the_key(scope, bucket, key), self._live())
-        if expected_revision is not None:
-            check_int(expected_revision, "expected_revision")
         await self._lock_owner(scope)
         if expected_revision is None:
             return (await self._ctx.conn.execute(statement)).rowcount > 0
@@ -364,24 +343,13 @@ class SqlKVStore(KVStore):
             raise _conflict(bucket, key, current, expected_revision)
         return True
 
-    async def list_keys(
-        self,
-        scope: KVScope,
-        bucket: str,
-        prefix: str = "",
-        *,
-        limit: int = 100,
-        after: str | None = None,
+    async def _list_keys(
+        self, scope: KVScope, bucket: str, prefix: str, limit: int, after: str | None
     ) -> KeyPage:
-        check_scope(scope)
-        validate_identifier(bucket, "bucket")
-        validate_prefix(prefix)
-        check_page_limit(limit)
         statement = select(c.key).where(self._in_scope(scope), c.bucket == bucket, self._live())
         if prefix:
             statement = statement.where(_prefix_range(c.key, prefix))
         if after is not None:
-            validate_key(after)
             statement = statement.where(c.key > after)
         # One extra row tells whether another page follows.
         keys = list(
@@ -390,8 +358,7 @@ class SqlKVStore(KVStore):
         page = keys[:limit]
         return KeyPage(keys=page, next_after=page[-1] if len(keys) > limit else None)
 
-    async def buckets(self, scope: KVScope) -> list[str]:
-        check_scope(scope)
+    async def _buckets(self, scope: KVScope) -> list[str]:
         found = await self._ctx.conn.execute(
             select(c.bucket)
             .distinct()
@@ -400,49 +367,36 @@ class SqlKVStore(KVStore):
         )
         return list(found.scalars())
 
-    async def count(self, scope: KVScope, bucket_prefix: str = "") -> int:
-        check_scope(scope)
-        validate_prefix(bucket_prefix)
+    async def _count(self, scope: KVScope, bucket_prefix: str) -> int:
         statement = select(func.count()).select_from(kv_entries)
         statement = statement.where(self._in_scope(scope), self._live())
         if bucket_prefix:
             statement = statement.where(_prefix_range(c.bucket, bucket_prefix))
         return int(await self._ctx.conn.scalar(statement) or 0)
 
-    async def entries(self, scope: KVScope) -> list[KVEntry]:
-        check_scope(scope)
+    async def _entries(self, scope: KVScope) -> list[KVEntry]:
         rows = await self._ctx.conn.execute(
             select(kv_entries).where(self._in_scope(scope), self._live()).order_by(c.bucket, c.key)
         )
         return [_entry(row) for row in rows]
 
-    async def restore(self, scope: KVScope, entries: Sequence[KVEntry]) -> None:
-        check_scope(scope)
-        rows: dict[tuple[str, str], dict[str, Any]] = {}
-        for item in entries:
-            entry = revalidate(KVEntry, item, "KV entry")
-            validate_identifier(entry.bucket, "bucket")
-            validate_key(entry.key)
-            kind, encoded = encode_kv_value(entry.value)
-            if kind != entry.kind:
-                raise InvalidInputError(
-                    f"KV entry {entry.bucket}/{entry.key} says kind {entry.kind!r} but its "
-                    "value is not of that kind"
-                )
-            expires = entry.expires_at
-            # A key given twice keeps its last entry, like repeated puts.
-            rows[(entry.bucket, entry.key)] = {
+    async def _restore(self, scope: KVScope, entries: list[RestoredKV]) -> None:
+        # A key given twice keeps its last entry, like repeated puts.
+        rows = {
+            (entry.bucket, entry.key): {
                 "namespace": scope.namespace,
                 "owner": scope.owner,
                 "bucket": entry.bucket,
                 "key": entry.key,
-                "kind": kind,
-                "value": _payload(encoded),
+                "kind": entry.kind,
+                "value": _payload(entry.payload),
                 "revision": entry.revision,
-                "created_at": check_aware(entry.created_at, "created_at"),
-                "updated_at": check_aware(entry.updated_at, "updated_at"),
-                "expires_at": None if expires is None else check_aware(expires, "expires_at"),
+                "created_at": entry.created_at,
+                "updated_at": entry.updated_at,
+                "expires_at": entry.expires_at,
             }
+            for entry in entries
+        }
         await self._lock_owner(scope)
         for chunk in chunked(list(rows)):
             await self._ctx.conn.execute(
@@ -451,17 +405,14 @@ class SqlKVStore(KVStore):
         if rows:
             await self._ctx.conn.execute(insert(kv_entries), list(rows.values()))
 
-    async def clear(self, scope: KVScope, bucket_prefix: str = "") -> int:
-        check_scope(scope)
-        validate_prefix(bucket_prefix)
+    async def _clear(self, scope: KVScope, bucket_prefix: str) -> int:
         await self._lock_owner(scope)
         statement = delete(kv_entries).where(self._in_scope(scope))
         if bucket_prefix:
             statement = statement.where(_prefix_range(c.bucket, bucket_prefix))
         return (await self._ctx.conn.execute(statement)).rowcount
 
-    async def sweep_expired(self, now: datetime) -> int:
-        now = check_aware(now, "now")
+    async def _sweep_expired(self, now: datetime) -> int:
         removed = await self._ctx.conn.execute(
             delete(kv_entries).where(c.expires_at.is_not(None), c.expires_at <= now)
         )

@@ -7,35 +7,25 @@ nothing written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, tuple_, update
 from sqlalchemy.engine import RowMapping
 
 from statecore.core._errors import AlreadyExistsError
-from statecore.core._models import ScopedState, validate_identifier
+from statecore.core._models import ScopedState
 from statecore.store._base import ScopedStateStore
 from statecore.store._inputs import (
-    check_aware,
-    check_int,
+    RestoredState,
     check_state_version,
     decode_json,
-    encode_state,
-    revalidate,
 )
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import scoped_states
 
 c = scoped_states.c
-
-
-def _checked_scope(namespace: str, task_id: str, agent_id: str) -> tuple[str, str, str]:
-    validate_identifier(namespace, "namespace")
-    validate_identifier(task_id, "task_id")
-    validate_identifier(agent_id, "agent_id")
-    return namespace, task_id, agent_id
 
 
 def _the_scope(namespace: str, task_id: str, agent_id: str) -> Any:
@@ -64,11 +54,9 @@ class SqlScopedStateStore(ScopedStateStore):
         # writers start at the session's header row, like every writer of a session's rows.
         await self._ctx.lock_session(namespace, agent_id, task_id)
 
-    async def create(
-        self, namespace: str, task_id: str, agent_id: str, state: dict[str, Any]
+    async def _create(
+        self, namespace: str, task_id: str, agent_id: str, document: str
     ) -> ScopedState:
-        _checked_scope(namespace, task_id, agent_id)
-        document = encode_state(state)
         self._ctx.check_fits_statement(document, "state")
         await self._lock_session(namespace, task_id, agent_id)
         now = self._ctx.now
@@ -89,8 +77,7 @@ class SqlScopedStateStore(ScopedStateStore):
             )
         return _out(values)
 
-    async def get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
-        _checked_scope(namespace, task_id, agent_id)
+    async def _get(self, namespace: str, task_id: str, agent_id: str) -> ScopedState | None:
         row = (
             await self._ctx.conn.execute(
                 select(scoped_states).where(_the_scope(namespace, task_id, agent_id))
@@ -98,20 +85,15 @@ class SqlScopedStateStore(ScopedStateStore):
         ).first()
         return None if row is None else _out(row._mapping)
 
-    async def update(
+    async def _update(
         self,
         namespace: str,
         task_id: str,
         agent_id: str,
-        state: dict[str, Any],
-        *,
-        expected_version: int | None = None,
+        document: str,
+        expected_version: int | None,
     ) -> ScopedState:
-        _checked_scope(namespace, task_id, agent_id)
-        document = encode_state(state)
         self._ctx.check_fits_statement(document, "state")
-        if expected_version is not None:
-            check_int(expected_version, "expected_version", minimum=1)
         await self._lock_session(namespace, task_id, agent_id)
         conn = self._ctx.conn
         current = (
@@ -131,42 +113,33 @@ class SqlScopedStateStore(ScopedStateStore):
         scope = {"namespace": namespace, "task_id": task_id, "agent_id": agent_id}
         return _out({**scope, "created_at": current.created_at, **values})
 
-    async def delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
-        _checked_scope(namespace, task_id, agent_id)
+    async def _delete(self, namespace: str, task_id: str, agent_id: str) -> bool:
         await self._lock_session(namespace, task_id, agent_id)
         removed = await self._ctx.conn.execute(
             delete(scoped_states).where(_the_scope(namespace, task_id, agent_id))
         )
         return removed.rowcount > 0
 
-    async def list(self, namespace: str, *, task_id: str | None = None) -> list[ScopedState]:
-        validate_identifier(namespace, "namespace")
+    async def _list(self, namespace: str, task_id: str | None) -> list[ScopedState]:
         statement = select(scoped_states).where(c.namespace == namespace)
         if task_id is not None:
-            validate_identifier(task_id, "task_id")
             statement = statement.where(c.task_id == task_id)
         rows = await self._ctx.conn.execute(statement.order_by(c.task_id, c.agent_id))
         return [_out(row._mapping) for row in rows]
 
-    def _encoded(self, state: dict[str, Any]) -> str:
-        document = encode_state(state)
-        self._ctx.check_fits_statement(document, "state")
-        return document
-
-    async def restore(self, states: Sequence[ScopedState]) -> None:
+    async def _restore(self, states: list[RestoredState]) -> None:
         rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for item in states:
-            state = revalidate(ScopedState, item, "scoped state")
-            scope = _checked_scope(state.namespace, state.task_id, state.agent_id)
+        for state in states:
+            self._ctx.check_fits_statement(state.document, "state")
             # A scope given twice keeps its last document.
-            rows[scope] = {
+            rows[(state.namespace, state.task_id, state.agent_id)] = {
                 "namespace": state.namespace,
                 "task_id": state.task_id,
                 "agent_id": state.agent_id,
-                "document": self._encoded(state.state),
+                "document": state.document,
                 "version": state.version,
-                "created_at": check_aware(state.created_at, "created_at"),
-                "updated_at": check_aware(state.updated_at, "updated_at"),
+                "created_at": state.created_at,
+                "updated_at": state.updated_at,
             }
         for namespace, task_id, agent_id in sorted(rows):
             await self._lock_session(namespace, task_id, agent_id)
