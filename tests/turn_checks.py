@@ -10,12 +10,14 @@ counts: the sandbox would import its own copies of the modules, out of the wrapp
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pydantic
@@ -101,10 +103,12 @@ def count_checks(text: str, turn_id: str) -> Iterator[Counter[str]]:
             step()
 
 
-@contextlib.contextmanager
-def files_entered() -> Iterator[set[str]]:
-    """The statecore files (repository paths) whose code runs on this thread while the block
-    is open: with the worker in the same process and unsandboxed, the files a turn enters."""
+@contextlib.asynccontextmanager
+async def files_entered(workflow_thread: ThreadPoolExecutor) -> AsyncIterator[set[str]]:
+    """The statecore files (repository paths) whose code runs while the block is open, on
+    this thread and on ``workflow_thread`` (a one-thread executor the worker runs its
+    workflow activations on): with the worker in this process and unsandboxed, the files a
+    turn enters."""
     entered: set[str] = set()
     marker = "/statecore/"
 
@@ -115,9 +119,12 @@ def files_entered() -> Iterator[set[str]]:
             if at >= 0:
                 entered.add("statecore/" + name[at + len(marker) :])
 
+    loop = asyncio.get_running_loop()
     previous = sys.getprofile()
+    await loop.run_in_executor(workflow_thread, sys.setprofile, profile)
     sys.setprofile(profile)
     try:
         yield entered
     finally:
         sys.setprofile(previous)
+        await loop.run_in_executor(workflow_thread, sys.setprofile, None)
