@@ -21,7 +21,7 @@ from __future__ import annotations
 from statecore.core._errors import InvalidIdentifierError
 from statecore.core._limits import MAX_PAGE_SIZE
 from statecore.core._models import KVScope, validate_identifier
-from statecore.store._base import KVStore
+from statecore.store._kv_contract import KVStore
 
 TOOL_BUCKET_PREFIX = "tool."
 TASK_BUCKET_PREFIX = "task."

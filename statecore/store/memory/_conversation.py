@@ -13,7 +13,7 @@ from statecore.core._models import (
     Summary,
 )
 from statecore.core._models import Message as NewMessage
-from statecore.store._base import ConversationStore
+from statecore.store._conversation_contract import ConversationStore
 from statecore.store._inputs import RestoreExtras, check_aware
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import SessionPartition

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from statecore.core._errors import AlreadyExistsError, NotFoundError
 from statecore.core._models import FlowCheckpoint, SessionRef
-from statecore.store._base import FlowStore
 from statecore.store._inputs import (
     decode_json,
 )
+from statecore.store._state_contracts import FlowStore
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import FlowRow
 

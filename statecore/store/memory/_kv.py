@@ -10,8 +10,8 @@ from statecore.core._models import (
     KVEntry,
     KVScope,
 )
-from statecore.store._base import KVStore
 from statecore.store._inputs import KVPut, RestoredKV, decode_json
+from statecore.store._kv_contract import KVStore
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import KVRow, ScopeKey
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from statecore.core._errors import AlreadyExistsError
 from statecore.core._models import ScopedState
-from statecore.store._base import ScopedStateStore
 from statecore.store._inputs import (
     RestoredState,
     check_state_version,
     decode_json,
 )
+from statecore.store._state_contracts import ScopedStateStore
 from statecore.store.memory._context import TxContext
 from statecore.store.memory._schema import StateKey, StateRow
 

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from statecore.core._errors import AlreadyExistsError
 from statecore.core._models import Message as NewMessage
 from statecore.core._models import SessionRef, StoredMessage
-from statecore.store._base import ConversationStore
+from statecore.store._conversation_contract import ConversationStore
 from statecore.store._inputs import RestoreExtras
 from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._context import SqlContext

@@ -10,10 +10,10 @@ from sqlalchemy.engine import RowMapping
 
 from statecore.core._errors import AlreadyExistsError, NotFoundError
 from statecore.core._models import FlowCheckpoint, SessionRef
-from statecore.store._base import FlowStore
 from statecore.store._inputs import (
     decode_json,
 )
+from statecore.store._state_contracts import FlowStore
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import flow_checkpoints

@@ -31,13 +31,13 @@ from statecore.core._models import (
     KVEntry,
     KVScope,
 )
-from statecore.store._base import KVStore
 from statecore.store._inputs import (
     KVPut,
     RestoredKV,
     checked_kv_put,
     decode_json,
 )
+from statecore.store._kv_contract import KVStore
 from statecore.store.sql import _prebuilt_statements as prebuilt_statements
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext

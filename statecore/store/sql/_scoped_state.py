@@ -15,12 +15,12 @@ from sqlalchemy.engine import RowMapping
 
 from statecore.core._errors import AlreadyExistsError
 from statecore.core._models import ScopedState
-from statecore.store._base import ScopedStateStore
 from statecore.store._inputs import (
     RestoredState,
     check_state_version,
     decode_json,
 )
+from statecore.store._state_contracts import ScopedStateStore
 from statecore.store.sql._batches import chunked
 from statecore.store.sql._context import SqlContext
 from statecore.store.sql._schema import scoped_states
