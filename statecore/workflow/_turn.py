@@ -108,7 +108,7 @@ class TurnSession:
     def turn_for(self, request: SendMessageInput) -> Turn:
         """The turn a parsed ``send_message`` request asks for: its id was checked when the
         request was parsed, so it is not checked again."""
-        return Turn(self, request.turn_id, id_checked=True)
+        return Turn._of_checked_id(self, request.turn_id)
 
     async def reset(
         self, request: ResetInput | None = None, *, stores: Sequence[str] = (), all: bool = False
@@ -175,9 +175,18 @@ class TurnSession:
 class Turn:
     """One turn. Use as ``async with session.turn(turn_id) as turn``; see module docstring."""
 
-    def __init__(self, session: TurnSession, turn_id: str, *, id_checked: bool = False) -> None:
-        if not id_checked:
-            checked(lambda: validate_turn_id(turn_id))
+    def __init__(self, session: TurnSession, turn_id: str) -> None:
+        checked(lambda: validate_turn_id(turn_id))
+        self._open(session, turn_id)
+
+    @classmethod
+    def _of_checked_id(cls, session: TurnSession, turn_id: str) -> Turn:
+        """A turn whose id was checked already (``TurnSession.turn_for``)."""
+        turn = cls.__new__(cls)
+        turn._open(session, turn_id)
+        return turn
+
+    def _open(self, session: TurnSession, turn_id: str) -> None:
         self.session = session
         self.turn_id = turn_id
         self.messages: list[Message] = []
